@@ -1,0 +1,180 @@
+"""Base classes for every component type a plugin can register.
+
+An implementation is a class with a ``name`` and a pydantic ``Settings`` model. Registration hands
+over the class; it is constructed only when config selects it, so registering stays cheap.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from reme_core.schema import Chunk, Link
+
+
+class ComponentSettings(BaseModel):
+    """Settings of one implementation. Unknown keys are an error."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass(frozen=True)
+class ComponentContext:
+    """Where a component lives: the workspace root and its derived-state folder (``.reme/``)."""
+
+    workspace: Path
+    state_dir: Path
+
+
+class Component:
+    """Common shape: ``name`` identifies the implementation in config and in ``reme components``."""
+
+    name: ClassVar[str]
+    Settings: ClassVar[type[ComponentSettings]] = ComponentSettings
+
+    def __init__(self, settings: ComponentSettings | None = None, context: ComponentContext | None = None):
+        self.settings = settings if settings is not None else self.Settings()
+        self.context = context
+
+    def close(self) -> None:
+        """Release files and connections. Called once when the workspace closes."""
+
+
+class Chunker(Component, ABC):
+    """Splits one file's text into chunks with 1-based inclusive line ranges."""
+
+    @abstractmethod
+    def chunk(self, path: str, text: str) -> list[Chunk]:
+        """Return chunks in document order; ``ordinal`` counts from 0 and ids are ``path#ordinal``."""
+
+
+class KeywordIndex(Component, ABC):
+    """A full-text index over chunks, updated per file."""
+
+    @abstractmethod
+    def upsert(self, path: str, chunks: Sequence[Chunk]) -> None:
+        """Replace every chunk of ``path`` with ``chunks`` (an empty list removes the file)."""
+
+    @abstractmethod
+    def delete(self, path: str) -> None:
+        """Remove every chunk of ``path``."""
+
+    @abstractmethod
+    def search(
+        self, query: str, limit: int, allowed_ids: set[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """Return ``(chunk_id, raw_score)`` best first, only among ``allowed_ids`` when given."""
+
+    @abstractmethod
+    def clear(self) -> None:
+        """Drop everything (used by reindex)."""
+
+    def optimize(self) -> None:  # noqa: B027 - optional for indexes with nothing to compact
+        """Compact incremental state into the main structure."""
+
+    def flush(self) -> None:  # noqa: B027 - optional for indexes that write through
+        """Persist pending state to ``state_dir``."""
+
+    def stats(self) -> dict[str, Any]:
+        """Numbers for ``reme status``."""
+        return {}
+
+
+class Graph(Component, ABC):
+    """Adjacency between notes, from wikilinks. Unresolved links are kept as pending edges."""
+
+    @abstractmethod
+    def set_links(self, source: str, links: Sequence[Link]) -> None:
+        """Replace the outbound links of ``source``."""
+
+    @abstractmethod
+    def remove(self, source: str) -> None:
+        """Forget ``source``'s outbound links (its inbound edges become pending)."""
+
+    @abstractmethod
+    def outbound(self, path: str) -> list[Link]:
+        """Links written in ``path``, resolved or not."""
+
+    @abstractmethod
+    def inbound(self, path: str) -> list[Link]:
+        """Resolved links from other notes that point at ``path``."""
+
+    @abstractmethod
+    def unresolved(self) -> list[Link]:
+        """Every link whose target is missing or ambiguous."""
+
+    @abstractmethod
+    def clear(self) -> None:
+        """Drop everything (used by reindex)."""
+
+
+class TagIndex(Component, ABC):
+    """Tags per note, from frontmatter ``tags``."""
+
+    @abstractmethod
+    def set_tags(self, path: str, tags: Iterable[str]) -> None:
+        """Replace the tags of ``path``."""
+
+    @abstractmethod
+    def remove(self, path: str) -> None:
+        """Forget ``path``."""
+
+    @abstractmethod
+    def paths(self, tags: Sequence[str], mode: Literal["any", "all"] = "any") -> set[str]:
+        """Paths carrying any (or all) of ``tags``. Tags compare case-insensitively."""
+
+    @abstractmethod
+    def tags(self, path: str | None = None) -> dict[str, int]:
+        """Tag counts over the workspace, or the tags of one path (count 1 each)."""
+
+    @abstractmethod
+    def clear(self) -> None:
+        """Drop everything (used by reindex)."""
+
+
+class Embedding(Component):
+    """Turns text into vectors (the vector issue fills this in)."""
+
+
+class FileStore(Component):
+    """Stores chunk vectors and answers nearest-neighbour queries (the vector issue fills this in)."""
+
+
+class Llm(Component):
+    """A language model endpoint (the LLM-pipeline issue fills this in)."""
+
+
+class AgentWrapper(Component):
+    """Runs a tool-calling agent over the workspace file tools (the LLM-pipeline issue)."""
+
+
+class Step(Component, ABC):
+    """One step of a pipeline: takes a context dict, returns updates to it."""
+
+    @abstractmethod
+    def run(self, context: dict[str, Any]) -> dict[str, Any]:
+        """Do the step's work and return the keys it adds or changes."""
+
+
+COMPONENT_TYPES: dict[str, type[Component]] = {
+    "llm": Llm,
+    "embedding": Embedding,
+    "file_store": FileStore,
+    "chunker": Chunker,
+    "graph": Graph,
+    "keyword_index": KeywordIndex,
+    "tag_index": TagIndex,
+    "agent_wrapper": AgentWrapper,
+    "step": Step,
+}
+"""Component type name -> base class. ``command`` is handled apart: it registers click commands."""
+
+Kind = Literal[
+    "llm", "embedding", "file_store", "chunker", "graph", "keyword_index", "tag_index",
+    "agent_wrapper", "step",
+]

@@ -1,0 +1,282 @@
+"""Plugin manager: loads plugins, fills one typed registry per component type, lists what is loaded."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+import click
+import pluggy
+from pydantic import BaseModel
+
+from reme_core import hookspecs
+from reme_core.components import COMPONENT_TYPES, Component
+from reme_core.errors import DuplicateComponentError, PluginError, UnknownComponentError
+
+ENTRY_POINT_GROUP = "reme"
+
+HOOK_BY_KIND: dict[str, str] = {
+    "llm": "register_llms",
+    "embedding": "register_embeddings",
+    "file_store": "register_file_stores",
+    "chunker": "register_chunkers",
+    "graph": "register_graphs",
+    "keyword_index": "register_keyword_indexes",
+    "tag_index": "register_tag_indexes",
+    "agent_wrapper": "register_agent_wrappers",
+    "step": "register_steps",
+}
+
+# Names that later issues ship as optional packages; lets an unknown-name error say what to install.
+KNOWN_PROVIDERS: dict[str, str] = {
+    "zvec": "reme (vector support, see the README)",
+    "chromadb": "reme[chromadb]",
+    "openai": "reme (LLM support, see the README)",
+}
+
+T = TypeVar("T", bound=Component)
+
+
+@dataclass(frozen=True)
+class Registered(Generic[T]):
+    name: str
+    cls: type[T]
+    provider: str
+
+
+class Registry(Generic[T]):
+    """Implementations of one component type, by name."""
+
+    def __init__(self, kind: str, base: type[T]):
+        self.kind = kind
+        self.base = base
+        self._items: dict[str, Registered[T]] = {}
+
+    def add(self, cls: type[T], provider: str) -> None:
+        if not (isinstance(cls, type) and issubclass(cls, self.base)):
+            raise PluginError(
+                f"plugin {provider!r} registered {cls!r} as a {self.kind}, "
+                f"but it is not a subclass of {self.base.__module__}.{self.base.__qualname__}"
+            )
+        name = getattr(cls, "name", None)
+        if not isinstance(name, str) or not name:
+            raise PluginError(f"plugin {provider!r}: {cls.__qualname__} has no `name` string")
+        settings = getattr(cls, "Settings", None)
+        if not (isinstance(settings, type) and issubclass(settings, BaseModel)):
+            raise PluginError(f"plugin {provider!r}: {name!r} Settings is not a pydantic model")
+        if settings.model_config.get("extra") != "forbid":
+            raise PluginError(f"plugin {provider!r}: {name!r} Settings must set extra='forbid'")
+        if name in self._items:
+            first = self._items[name].provider
+            raise DuplicateComponentError(
+                f"two plugins register the {self.kind} {name!r}: {first!r} and {provider!r}; "
+                f"uninstall or block one (REME_BLOCK_PLUGINS)"
+            )
+        self._items[name] = Registered(name, cls, provider)
+
+    def get(self, name: str) -> type[T]:
+        return self.entry(name).cls
+
+    def entry(self, name: str) -> Registered[T]:
+        try:
+            return self._items[name]
+        except KeyError:
+            available = ", ".join(sorted(self._items)) or "none"
+            hint = KNOWN_PROVIDERS.get(name)
+            install = f"install {hint}" if hint else f"the package that provides {name!r} may not be installed"
+            raise UnknownComponentError(
+                f"unknown {self.kind} {name!r} (available: {available}); {install}"
+            ) from None
+
+    def names(self) -> list[str]:
+        return sorted(self._items)
+
+    def entries(self) -> list[Registered[T]]:
+        return [self._items[n] for n in self.names()]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._items
+
+
+@dataclass(frozen=True)
+class RegisteredCommand:
+    command: click.Command
+    group: str | None
+    provider: str
+
+
+@dataclass
+class PluginInfo:
+    """One plugin distribution (or a directly registered module) and the hooks it implements."""
+
+    name: str
+    version: str | None
+    hooks: list[str]
+    modules: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "version": self.version, "hooks": self.hooks, "modules": self.modules}
+
+
+class Plugins:
+    """A pluggy manager plus the registries built from its hooks. Core code talks to this facade."""
+
+    def __init__(self) -> None:
+        self.pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
+        self.pm.add_hookspecs(hookspecs)
+        self.registries: dict[str, Registry[Any]] = {}
+        self.commands: list[RegisteredCommand] = []
+        self._collected = False
+
+    # -- loading -----------------------------------------------------------------------------
+
+    def register(self, plugin: object, name: str | None = None) -> None:
+        """Register a module or object with hookimpls (tests and in-process plugins)."""
+        self.pm.register(plugin, name=name)
+        self._collected = False
+
+    def unregister(self, name: str) -> None:
+        self.pm.unregister(name=name)
+        self._collected = False
+
+    def load_entry_points(self, blocked: set[str] | None = None, allow: set[str] | None = None) -> None:
+        """Load the ``reme`` entry points, skipping blocked names and, with an allow-list, the rest.
+
+        Names match an entry point's name or its distribution's name.
+        """
+        blocked = blocked or set()
+        seen: dict[str, str] = {}
+        for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+            dist = ep.dist.name if ep.dist else "?"
+            if ep.name in seen and seen[ep.name] != dist:
+                warnings.warn(
+                    f"reme entry point {ep.name!r} is provided by both {seen[ep.name]!r} and "
+                    f"{dist!r}; only the first is loaded",
+                    stacklevel=2,
+                )
+            seen.setdefault(ep.name, dist)
+            names = {ep.name, dist, _normalise(dist)}
+            if names & blocked or (allow is not None and not names & allow):
+                self.pm.set_blocked(ep.name)
+        try:
+            self.pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
+        except pluggy.PluginValidationError as exc:
+            raise PluginError(f"plugin {exc.plugin!r} is invalid: {exc}") from exc
+        self._collected = False
+
+    def check(self) -> None:
+        """Fail loudly on a hookimpl that matches no hookspec (a misspelt hook name)."""
+        try:
+            self.pm.check_pending()
+        except pluggy.PluginValidationError as exc:
+            raise PluginError(str(exc)) from exc
+
+    # -- registries --------------------------------------------------------------------------
+
+    def collect(self) -> None:
+        """Call every register hook once per plugin, so each registration knows its provider."""
+        self.check()
+        self.registries = {kind: Registry(kind, base) for kind, base in COMPONENT_TYPES.items()}
+        for kind, hook_name in HOOK_BY_KIND.items():
+            registry = self.registries[kind]
+            for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
+                provider = self.provider_name(impl.plugin_name)
+                impl.function(register=_bind(registry.add, provider))
+        self.commands = []
+        for impl in self.pm.hook.register_commands.get_hookimpls():
+            provider = self.provider_name(impl.plugin_name)
+
+            def add_command(command: click.Command, group: str | None = None, _p: str = provider) -> None:
+                if not isinstance(command, click.Command):
+                    raise PluginError(f"plugin {_p!r} registered {command!r}, not a click command")
+                self.commands.append(RegisteredCommand(command, group, _p))
+
+            impl.function(register=add_command)
+        self._collected = True
+
+    def registry(self, kind: str) -> Registry[Any]:
+        if not self._collected:
+            self.collect()
+        try:
+            return self.registries[kind]
+        except KeyError:
+            raise PluginError(f"unknown component type {kind!r}") from None
+
+    def get(self, kind: str, name: str) -> type[Any]:
+        return self.registry(kind).get(name)
+
+    def provider_name(self, plugin_name: str) -> str:
+        plugin = self.pm.get_plugin(plugin_name)
+        for candidate, dist in self.pm.list_plugin_distributions():
+            if candidate is plugin:
+                return f"{dist.project_name} ({plugin_name})"
+        return plugin_name
+
+    # -- listing -----------------------------------------------------------------------------
+
+    def describe(self, include_defaults: bool = False) -> list[PluginInfo]:
+        """Plugins grouped by distribution; the shipped defaults (``reme`` itself) only on request."""
+        by_dist: dict[str, PluginInfo] = {}
+        dist_of = {id(p): d for p, d in self.pm.list_plugin_distributions()}
+        for plugin in self.pm.get_plugins():
+            if plugin is hookspecs:
+                continue
+            plugin_name = self.pm.get_name(plugin) or repr(plugin)
+            dist = dist_of.get(id(plugin))
+            key = dist.project_name if dist else plugin_name
+            if dist and _normalise(key) == "reme" and not include_defaults:
+                continue
+            info = by_dist.setdefault(key, PluginInfo(key, dist.version if dist else None, []))
+            info.modules.append(getattr(plugin, "__name__", plugin_name))
+            hooks = {c.name for c in self.pm.get_hookcallers(plugin) or []}
+            info.hooks = sorted(set(info.hooks) | hooks)
+        for info in by_dist.values():
+            info.modules.sort()
+        return sorted(by_dist.values(), key=lambda i: i.name.lower())
+
+
+def _bind(add: Callable[[Any, str], None], provider: str) -> Callable[[Any], None]:
+    def register(cls: Any) -> None:
+        add(cls, provider)
+
+    return register
+
+
+def _normalise(dist_name: str) -> str:
+    return dist_name.lower().replace("_", "-")
+
+
+def _env_names(var: str) -> set[str] | None:
+    raw = os.environ.get(var)
+    if raw is None:
+        return None
+    return {n.strip() for n in raw.split(",") if n.strip()}
+
+
+_plugins: Plugins | None = None
+
+
+def load_plugins() -> Plugins:
+    """Load installed plugins once per process and return the shared manager.
+
+    ``REME_BLOCK_PLUGINS`` (comma-separated) skips plugins; ``REME_LOAD_PLUGINS``, when set, loads
+    only the plugins it names (set but empty loads none, not even the shipped defaults).
+    """
+    global _plugins
+    if _plugins is None:
+        plugins = Plugins()
+        blocked = _env_names("REME_BLOCK_PLUGINS") or set()
+        plugins.load_entry_points(blocked=blocked, allow=_env_names("REME_LOAD_PLUGINS"))
+        plugins.collect()
+        _plugins = plugins
+    return _plugins
+
+
+def reset_plugins() -> None:
+    """Forget the shared manager (tests)."""
+    global _plugins
+    _plugins = None

@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+import datetime as dt
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from reme_core.schema.note import NoteStatus
+
+
+class SearchFilters(BaseModel):
+    """Filters applied inside every search arm, before ranking."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    paths: list[str] = Field(default_factory=list)
+    """Path prefixes or glob patterns (``daily/**``); a hit must match one."""
+    tags: list[str] = Field(default_factory=list)
+    tag_mode: Literal["any", "all"] = "any"
+    since: dt.date | None = None
+    until: dt.date | None = None
+    statuses: list[NoteStatus] = Field(default_factory=lambda: ["active"])
+
+
+class SearchHit(BaseModel):
+    chunk_id: str
+    path: str
+    start_line: int
+    end_line: int
+    score: float = Field(ge=0.0, le=1.0)
+    """Fused score normalised to 0..1 (1 = ranked first by every arm that ran)."""
+    text: str
+    heading: str = ""
+    name: str | None = None
+    arm_ranks: dict[str, int] = Field(default_factory=dict)
+    """1-based rank of this chunk in each arm that found it."""
+
+
+class LinkedNote(BaseModel):
+    """A note one link away from a hit (link expansion)."""
+
+    path: str
+    via: str
+    """The hit's path this note is linked from or to."""
+    direction: Literal["outbound", "inbound"]
+    name: str | None = None
+    description: str | None = None
+
+
+class SearchResponse(BaseModel):
+    query: str
+    hits: list[SearchHit]
+    linked: list[LinkedNote] = Field(default_factory=list)
+    arms: list[str]
+    """The arms that ran, e.g. ``["keyword"]`` or ``["keyword", "vector"]``."""
+    degraded: list[str] = Field(default_factory=list)
+    """Arms that were configured but could not run, with the reason."""
