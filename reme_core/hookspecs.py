@@ -73,3 +73,9 @@ def register_commands(register: Callable[..., None]) -> None:
 
     ``group`` names an existing or new command group (``"bench"``) to nest the command under.
     """
+
+
+HOOK_NAMES: tuple[str, ...] = tuple(
+    name for name, value in list(globals().items()) if name.startswith("register_") and callable(value)
+)
+"""Every hook a plugin may implement (used by docs and tests)."""

@@ -1,0 +1,103 @@
+"""`reme init|index|reindex|optimize|watch|status`."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+
+from reme_core.cli.options import emit, workspace_options
+from reme_core.index.indexer import IndexReport
+from reme_core.runtime import Reme
+from reme_core.workspace import init_workspace
+
+
+@click.command("init")
+@click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def init_command(directory: Path | None, as_json: bool) -> None:
+    """Lay out a workspace: daily/, digest/{personal,procedure,wiki}/, resource/, sessions/, .reme/."""
+    root = (directory or Path.cwd()).expanduser().resolve()
+    created = init_workspace(root)
+    emit(
+        {"workspace": str(root), "created": created}, as_json,
+        lambda r: f"workspace ready at {r['workspace']}" + (f" (created {', '.join(r['created'])})" if r["created"] else ""),
+    )
+
+
+def _report_text(report: IndexReport) -> str:
+    lines = [
+        f"indexed {len(report.indexed)}, removed {len(report.removed)}, unchanged {report.unchanged}"
+        f" in {report.seconds:.2f}s"
+    ]
+    lines += [f"  problem: {message}" for message in report.problems.values()]
+    return "\n".join(lines)
+
+
+@click.command("index")
+@workspace_options
+def index_command(opener: Callable[[], Reme], as_json: bool) -> None:
+    """Index what changed since the last run (by content hash)."""
+    with opener() as reme:
+        emit(reme.index(), as_json, _report_text)
+
+
+@click.command("reindex")
+@workspace_options
+def reindex_command(opener: Callable[[], Reme], as_json: bool) -> None:
+    """Rebuild every projection from the notes."""
+    with opener() as reme:
+        emit(reme.reindex(), as_json, _report_text)
+
+
+@click.command("optimize")
+@workspace_options
+def optimize_command(opener: Callable[[], Reme], as_json: bool) -> None:
+    """Compact incremental index state (the keyword index's delta segment)."""
+    with opener() as reme:
+        reme.index()
+        reme.optimize()
+        emit(reme.status(), as_json, lambda s: f"optimized: {s['keyword_index']}")
+
+
+@click.command("status")
+@workspace_options
+def status_command(opener: Callable[[], Reme], as_json: bool) -> None:
+    """Files, chunks, index state, unresolved links and files that could not be indexed."""
+    with opener() as reme:
+        status = reme.status()
+
+    def text(s: dict) -> str:
+        lines = [
+            f"workspace: {s['workspace']}",
+            f"files: {s['files']}  chunks: {s['chunks']}  unresolved links: {s['unresolved_links']}",
+            f"keyword index: {json.dumps(s['keyword_index'])}",
+            f"vectors: {'on' if s['vectors']['available'] else 'off (' + s['vectors']['reason'] + ')'}",
+        ]
+        lines += [f"problem: {p}: {m}" for p, m in s["problems"].items()]
+        return "\n".join(lines)
+
+    emit(status, as_json, text)
+
+
+@click.command("watch")
+@workspace_options
+def watch_command(opener: Callable[[], Reme], as_json: bool) -> None:
+    """Index now, then keep indexing edits made outside reme until interrupted."""
+    with opener() as reme:
+        emit(reme.index(), as_json, _report_text)
+        watcher = reme.watch(on_report=lambda r: emit(r, as_json, _report_text) if r.indexed or r.removed or r.problems else None)
+        click.echo(f"watching {reme.root} (Ctrl-C to stop)", err=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            watcher.stop()
+
+
+COMMANDS = [init_command, index_command, reindex_command, optimize_command, status_command, watch_command]

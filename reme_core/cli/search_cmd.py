@@ -1,0 +1,75 @@
+"""`reme search`."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+
+import click
+from pydantic import ValidationError
+
+from reme_core.cli.options import emit, workspace_options
+from reme_core.errors import SearchError
+from reme_core.runtime import Reme
+from reme_core.schema import SearchFilters, SearchResponse
+
+
+def _date(_: click.Context, param: click.Parameter, value: str | None) -> dt.date | None:
+    if value is None:
+        return None
+    try:
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a date (YYYY-MM-DD)", param=param) from None
+
+
+@click.command("search")
+@click.argument("query")
+@click.option("--limit", "-n", type=int, help="Number of hits (default: search.limit).")
+@click.option("--min-score", type=float, help="Drop hits below this fused score (0..1).")
+@click.option("--path", "paths", multiple=True, help="Only under this folder or matching this glob.")
+@click.option("--tag", "tags", multiple=True, help="Only notes with this tag (repeat for more).")
+@click.option("--all-tags", is_flag=True, help="Require every --tag instead of any.")
+@click.option("--since", callback=_date, help="Only notes dated on or after YYYY-MM-DD.")
+@click.option("--until", callback=_date, help="Only notes dated on or before YYYY-MM-DD.")
+@click.option("--status", "statuses", multiple=True, help="Note status to include (default: active).")
+@click.option("--no-expand", is_flag=True, help="Skip one-hop link expansion.")
+@click.option("--no-sync", is_flag=True, help="Skip the incremental index pass before searching.")
+@workspace_options
+def search_command(
+    opener: Callable[[], Reme], as_json: bool, query: str, limit: int | None, min_score: float | None,
+    paths: tuple[str, ...], tags: tuple[str, ...], all_tags: bool, since: dt.date | None,
+    until: dt.date | None, statuses: tuple[str, ...], no_expand: bool, no_sync: bool,
+) -> None:
+    """Search the workspace (keyword arm; fused scores 0..1; filters applied inside each arm)."""
+    with opener() as reme:
+        try:
+            filters = SearchFilters(
+                paths=list(paths), tags=list(tags), tag_mode="all" if all_tags else "any",
+                since=since, until=until,
+                statuses=list(statuses) if statuses else list(reme.settings.search.statuses),
+            )
+        except ValidationError as exc:
+            raise SearchError("; ".join(e["msg"] for e in exc.errors())) from None
+        if not no_sync:
+            reme.index()
+        response = reme.search(
+            query, limit=limit, min_score=min_score, filters=filters, expand=not no_expand
+        )
+    emit(response, as_json, _text)
+
+
+def _text(response: SearchResponse) -> str:
+    lines = [f"arms: {', '.join(response.arms)}" + (f"  degraded: {response.degraded}" if response.degraded else "")]
+    if not response.hits:
+        lines.append("no hits")
+    for hit in response.hits:
+        snippet = " ".join(hit.text.split())[:160]
+        lines.append(f"{hit.score:.3f}  {hit.path}:{hit.start_line}-{hit.end_line}  {snippet}")
+    for linked in response.linked:
+        arrow = "->" if linked.direction == "outbound" else "<-"
+        lines.append(f"   linked {arrow} {linked.path} (via {linked.via})")
+    return "\n".join(lines)
+
+
+COMMANDS = [search_command]

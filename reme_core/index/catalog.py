@@ -1,0 +1,229 @@
+"""SQLite catalog of indexed files and their chunks (WAL mode, under ``.reme/``).
+
+The catalog is the indexer's memory of what it has seen: a file whose content hash matches its row
+is skipped. It also answers filter queries (status, dates, paths) for the search arms.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fnmatch
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from reme_core.schema import Chunk, NoteSummary
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS notes (
+    path TEXT PRIMARY KEY,
+    content_hash TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    name TEXT,
+    description TEXT,
+    status TEXT NOT NULL DEFAULT 'active',
+    date TEXT,
+    tags TEXT NOT NULL DEFAULT '[]',
+    frontmatter TEXT NOT NULL DEFAULT '{}'
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    id TEXT PRIMARY KEY,
+    path TEXT NOT NULL REFERENCES notes(path) ON DELETE CASCADE,
+    ordinal INTEGER NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    heading TEXT NOT NULL DEFAULT '',
+    text TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
+CREATE INDEX IF NOT EXISTS notes_status ON notes(status);
+CREATE INDEX IF NOT EXISTS notes_date ON notes(date);
+CREATE TABLE IF NOT EXISTS problems (path TEXT PRIMARY KEY, message TEXT NOT NULL);
+"""
+
+
+class Catalog:
+    """Rows per indexed file and per chunk. Safe to call from the API and the watcher thread."""
+
+    def __init__(self, db_path: Path):
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+        self.db_path = db_path
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(db_path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA foreign_keys=ON")
+        self._db.executescript(_SCHEMA)
+        self._db.execute(
+            "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+        )
+        self.generation = 0
+        """Bumped on every change, so callers can cache answers derived from the catalog."""
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def put(self, note: NoteSummary, chunks: Sequence[Chunk]) -> None:
+        """Replace the row of ``note.path`` and all its chunks, in one transaction."""
+        with self._lock, self._tx():
+            self._db.execute("DELETE FROM chunks WHERE path = ?", (note.path,))
+            self._db.execute(
+                "INSERT OR REPLACE INTO notes(path, content_hash, size, name, description, status,"
+                " date, tags, frontmatter) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    note.path, note.content_hash, note.size, note.name, note.description,
+                    note.status, note.date.isoformat() if note.date else None,
+                    json.dumps(note.tags), json.dumps(note.frontmatter, default=str),
+                ),
+            )
+            self._db.executemany(
+                "INSERT INTO chunks(id, path, ordinal, start_line, end_line, heading, text)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(c.id, c.path, c.ordinal, c.start_line, c.end_line, c.heading, c.text) for c in chunks],
+            )
+            self._db.execute("DELETE FROM problems WHERE path = ?", (note.path,))
+            self.generation += 1
+
+    def remove(self, path: str) -> None:
+        with self._lock, self._tx():
+            self._db.execute("DELETE FROM chunks WHERE path = ?", (path,))
+            self._db.execute("DELETE FROM notes WHERE path = ?", (path,))
+            self._db.execute("DELETE FROM problems WHERE path = ?", (path,))
+            self.generation += 1
+
+    def set_problem(self, path: str, message: str) -> None:
+        """Remember why a file could not be indexed (shown by ``reme status``)."""
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO problems(path, message) VALUES (?, ?)", (path, message)
+            )
+
+    def clear(self) -> None:
+        with self._lock, self._tx():
+            for table in ("chunks", "notes", "problems"):
+                self._db.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed table names
+            self.generation += 1
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def hashes(self) -> dict[str, str]:
+        with self._lock:
+            return dict(self._db.execute("SELECT path, content_hash FROM notes"))
+
+    def note(self, path: str) -> NoteSummary | None:
+        with self._lock:
+            row = self._db.execute("SELECT * FROM notes WHERE path = ?", (path,)).fetchone()
+        return _note(row) if row else None
+
+    def notes(self, paths: Iterable[str]) -> dict[str, NoteSummary]:
+        wanted = list(dict.fromkeys(paths))
+        found: dict[str, NoteSummary] = {}
+        with self._lock:
+            for start in range(0, len(wanted), 500):
+                batch = wanted[start : start + 500]
+                marks = ",".join("?" * len(batch))
+                for row in self._db.execute(f"SELECT * FROM notes WHERE path IN ({marks})", batch):  # noqa: S608
+                    found[row[0]] = _note(row)
+        return found
+
+    def chunks(self, ids: Sequence[str]) -> dict[str, Chunk]:
+        found: dict[str, Chunk] = {}
+        with self._lock:
+            for start in range(0, len(ids), 500):
+                batch = list(ids[start : start + 500])
+                marks = ",".join("?" * len(batch))
+                rows = self._db.execute(
+                    "SELECT id, path, ordinal, start_line, end_line, heading, text FROM chunks"
+                    f" WHERE id IN ({marks})",  # noqa: S608
+                    batch,
+                )
+                for cid, path, ordinal, start_line, end_line, heading, text in rows:
+                    found[cid] = Chunk(
+                        path=path, ordinal=ordinal, start_line=start_line, end_line=end_line,
+                        heading=heading, text=text,
+                    )
+        return found
+
+    def chunk_ids(
+        self,
+        *,
+        statuses: Sequence[str] | None = None,
+        since: dt.date | None = None,
+        until: dt.date | None = None,
+        path_patterns: Sequence[str] = (),
+        paths: set[str] | None = None,
+    ) -> set[str]:
+        """Ids of chunks whose note passes every filter given. A note without a date fails date filters."""
+        clauses: list[str] = []
+        params: list[object] = []
+        if statuses is not None:
+            clauses.append(f"n.status IN ({','.join('?' * len(statuses))})")
+            params.extend(statuses)
+        if since is not None:
+            clauses.append("n.date >= ?")
+            params.append(since.isoformat())
+        if until is not None:
+            clauses.append("n.date <= ?")
+            params.append(until.isoformat())
+        where = " AND ".join(clauses) or "1"
+        sql = f"SELECT c.id, c.path FROM chunks c JOIN notes n ON n.path = c.path WHERE {where}"  # noqa: S608
+        with self._lock:
+            rows = self._db.execute(sql, params).fetchall()
+        return {
+            cid
+            for cid, path in rows
+            if (paths is None or path in paths) and _matches_any(path, path_patterns)
+        }
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            notes = self._db.execute("SELECT COUNT(*) FROM notes").fetchone()[0]
+            chunks = self._db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+            problems = self._db.execute("SELECT COUNT(*) FROM problems").fetchone()[0]
+        return {"files": notes, "chunks": chunks, "problems": problems}
+
+    def problems(self) -> dict[str, str]:
+        with self._lock:
+            return dict(self._db.execute("SELECT path, message FROM problems ORDER BY path"))
+
+    def _tx(self) -> _Transaction:
+        return _Transaction(self._db)
+
+
+class _Transaction:
+    def __init__(self, db: sqlite3.Connection):
+        self._db = db
+
+    def __enter__(self) -> None:
+        self._db.execute("BEGIN")
+
+    def __exit__(self, exc_type: object, *_: object) -> None:
+        self._db.execute("ROLLBACK" if exc_type else "COMMIT")
+
+
+def _matches_any(path: str, patterns: Sequence[str]) -> bool:
+    """A path matches a pattern when it equals it, lies under it as a folder, or matches it as a glob."""
+    if not patterns:
+        return True
+    for pattern in patterns:
+        prefix = pattern.rstrip("/")
+        if path == prefix or path.startswith(prefix + "/") or fnmatch.fnmatchcase(path, pattern):
+            return True
+    return False
+
+
+def _note(row: tuple) -> NoteSummary:
+    path, content_hash, size, name, description, status, date, tags, frontmatter = row
+    return NoteSummary(
+        path=path, content_hash=content_hash, size=size, name=name, description=description,
+        status=status, date=dt.date.fromisoformat(date) if date else None,
+        tags=json.loads(tags), frontmatter=json.loads(frontmatter),
+    )

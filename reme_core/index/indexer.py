@@ -1,0 +1,253 @@
+"""Keeps the catalog, keyword index, link graph and tag index in step with the files.
+
+Change detection is by content hash. One scope (suffixes with a chunker, minus the exclude globs)
+serves the full scan, API writes and the watcher alike.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path, PurePosixPath
+
+from pydantic import BaseModel, Field
+
+from reme_core.components import Chunker, Graph, KeywordIndex, TagIndex
+from reme_core.errors import RemeError
+from reme_core.index.catalog import Catalog
+from reme_core.schema import NoteSummary
+from reme_core.workspace import LinkResolver, WorkspacePaths, parse_note
+
+_DATE_IN_PATH = re.compile(r"(?:^|/)(\d{4}-\d{2}-\d{2})(?:/|\.|$)")
+
+
+class IndexReport(BaseModel):
+    """What one indexing pass did."""
+
+    indexed: list[str] = Field(default_factory=list)
+    removed: list[str] = Field(default_factory=list)
+    unchanged: int = 0
+    relinked: int = 0
+    problems: dict[str, str] = Field(default_factory=dict)
+    seconds: float = 0.0
+
+
+class Indexer:
+    """Applies file changes to every projection. All public methods are serialised by one lock."""
+
+    def __init__(
+        self,
+        paths: WorkspacePaths,
+        catalog: Catalog,
+        *,
+        chunkers: Mapping[str, Chunker],
+        keyword: KeywordIndex,
+        graph: Graph,
+        tags: TagIndex,
+        exclude: Sequence[str] = (),
+        max_file_bytes: int = 5 * 1024 * 1024,
+    ):
+        self.paths = paths
+        self.catalog = catalog
+        self.chunkers = dict(chunkers)
+        self.keyword = keyword
+        self.graph = graph
+        self.tags = tags
+        self.exclude = list(exclude)
+        self.max_file_bytes = max_file_bytes
+        self.lock = threading.RLock()
+        self._resolver: LinkResolver | None = None
+
+    # -- scope -------------------------------------------------------------------------------
+
+    def in_scope(self, path: str) -> bool:
+        """Whether ``path`` (workspace-relative) is a file kind the index covers and not excluded."""
+        posix = PurePosixPath(path)
+        if posix.suffix.lower() not in self.chunkers:
+            return False
+        return not any(posix.match(g) or _glob_prefix_match(path, g) for g in self.exclude)
+
+    def scope_files(self) -> list[str]:
+        return sorted(self.paths.iter_files(tuple(self.chunkers), self.exclude))
+
+    # -- passes ------------------------------------------------------------------------------
+
+    def scan(self) -> IndexReport:
+        """Incremental pass over the whole workspace: index what changed, drop what vanished."""
+        with self.lock:
+            started = time.perf_counter()
+            on_disk = self.scope_files()
+            known = self.catalog.hashes()
+            self._resolver = LinkResolver(on_disk)
+            changed: dict[str, bytes] = {}
+            unchanged = 0
+            for path in on_disk:
+                data = self._read(path)
+                if data is not None and known.get(path) == _hash(data):
+                    unchanged += 1
+                else:
+                    changed[path] = data if data is not None else b""
+            removed = sorted(set(known) - set(on_disk))
+            report = self._apply(changed, removed, added=set(on_disk) - set(known))
+            report.unchanged = unchanged
+            report.seconds = time.perf_counter() - started
+            return report
+
+    def update(self, changed: Iterable[str], removed: Iterable[str] = ()) -> IndexReport:
+        """Index the named paths now (API writes, watcher events). Missing files count as removed."""
+        with self.lock:
+            started = time.perf_counter()
+            resolver = self._link_resolver()
+            known = self.catalog.hashes()
+            gone = {p for p in removed if self.in_scope(p)}
+            todo: dict[str, bytes] = {}
+            for path in dict.fromkeys(changed):
+                if not self.in_scope(path):
+                    continue
+                if not (self.paths.root / path).is_file():
+                    gone.add(path)
+                    continue
+                data = self._read(path)
+                if data is None or known.get(path) != _hash(data):
+                    todo[path] = data if data is not None else b""
+            # Only paths the index knew about are removals worth reporting.
+            gone = {p for p in gone if p in known}
+            added = {p for p in todo if p not in known}
+            for path in added:
+                resolver.add(path)
+            for path in gone:
+                resolver.remove(path)
+            report = self._apply(todo, sorted(gone), added=added)
+            report.unchanged = len(known) - len(todo) - len(gone)
+            report.seconds = time.perf_counter() - started
+            return report
+
+    def rebuild(self) -> IndexReport:
+        """Drop every projection and index the workspace from scratch."""
+        with self.lock:
+            self.catalog.clear()
+            self.keyword.clear()
+            self.graph.clear()
+            self.tags.clear()
+            return self.scan()
+
+    def optimize(self) -> None:
+        with self.lock:
+            self.keyword.optimize()
+            self.keyword.flush()
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _apply(self, changed: Mapping[str, bytes], removed: Sequence[str], added: set[str]) -> IndexReport:
+        report = IndexReport()
+        relink: set[str] = set()
+        for path in removed:
+            relink.update(link.source for link in self.graph.inbound(path))
+            self._forget(path)
+            report.removed.append(path)
+        if added:
+            relink.update(link.source for link in self.graph.unresolved())
+        for path, data in changed.items():
+            problem = self._index_file(path, data)
+            if problem:
+                report.problems[path] = problem
+            else:
+                report.indexed.append(path)
+        for source in sorted(relink - set(changed) - set(removed)):
+            if self._relink(source):
+                report.relinked += 1
+        self.keyword.flush()
+        return report
+
+    def _index_file(self, path: str, data: bytes) -> str | None:
+        """Index one file; return a problem message instead when it cannot be indexed."""
+        try:
+            text = self._decode(path, data)
+            suffix = PurePosixPath(path).suffix.lower()
+            summary = self._summary(path, text, data)
+            chunks = self.chunkers[suffix].chunk(path, text)
+        except RemeError as exc:
+            self._forget(path)
+            self.catalog.set_problem(path, str(exc))
+            return str(exc)
+        self.catalog.put(summary, chunks)
+        self.keyword.upsert(path, chunks)
+        self.tags.set_tags(path, summary.tags)
+        if suffix == ".md":
+            self.graph.set_links(path, self._link_resolver().links_for(path, text))
+        return None
+
+    def _summary(self, path: str, text: str, data: bytes) -> NoteSummary:
+        base = {"path": path, "content_hash": _hash(data), "size": len(data)}
+        if not path.lower().endswith(".md"):
+            found = _DATE_IN_PATH.search(path)
+            return NoteSummary(**base, date=found.group(1) if found else None)
+        note = parse_note(path, text)
+        return NoteSummary(
+            **base,
+            name=note.name,
+            description=note.description,
+            status=note.status,
+            date=note.date,
+            tags=note.tags,
+            frontmatter=note.frontmatter,
+        )
+
+    def _relink(self, source: str) -> bool:
+        data = self._read(source)
+        if data is None:
+            return False
+        try:
+            text = self._decode(source, data)
+        except RemeError:
+            return False
+        self.graph.set_links(source, self._link_resolver().links_for(source, text))
+        return True
+
+    def _forget(self, path: str) -> None:
+        self.catalog.remove(path)
+        self.keyword.delete(path)
+        self.graph.remove(path)
+        self.tags.remove(path)
+
+    def _read(self, path: str) -> bytes | None:
+        try:
+            return (self.paths.root / path).read_bytes()
+        except OSError:
+            return None
+
+    def _decode(self, path: str, data: bytes) -> str:
+        if len(data) > self.max_file_bytes:
+            raise _Unindexable(f"{path}: {len(data)} bytes is over index.max_file_bytes ({self.max_file_bytes})")
+        if b"\x00" in data[:8192]:
+            raise _Unindexable(f"{path}: binary file (NUL bytes), not indexed")
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _Unindexable(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+    def _link_resolver(self) -> LinkResolver:
+        if self._resolver is None:
+            self._resolver = LinkResolver(self.scope_files())
+        return self._resolver
+
+
+class _Unindexable(RemeError):
+    """A file in scope that cannot be indexed (binary, too large, not UTF-8)."""
+
+
+def _hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _glob_prefix_match(path: str, pattern: str) -> bool:
+    """``.git/**`` style patterns also exclude the folder's files at any depth."""
+    if pattern.endswith("/**"):
+        folder = pattern[:-3]
+        return path == folder or path.startswith(folder + "/")
+    if pattern == "**/.*":
+        return any(part.startswith(".") for part in PurePosixPath(path).parts)
+    return False

@@ -1,0 +1,161 @@
+"""``Reme``: one open workspace with its configured components, file tools, indexer and searcher.
+
+This is the Python API; the CLI (and later the server) are thin layers over it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from reme_core.components import ComponentContext
+from reme_core.errors import WorkspaceError
+from reme_core.index.catalog import Catalog
+from reme_core.index.indexer import Indexer, IndexReport
+from reme_core.index.watcher import Watcher
+from reme_core.plugins import Plugins, load_plugins
+from reme_core.schema import SearchFilters, SearchResponse
+from reme_core.search.arms import KeywordArm
+from reme_core.search.engine import Searcher
+from reme_core.settings import ComponentSelection, Settings, load_settings, resolve_component, validate_components
+from reme_core.workspace import FileTools, Journal, WorkspacePaths
+
+STATE_DIR = ".reme"
+
+
+class Reme:
+    """An open workspace. Use ``Reme.open(...)`` and close it (or use it as a context manager)."""
+
+    def __init__(self, settings: Settings, plugins: Plugins):
+        self.settings = settings
+        self.plugins = plugins
+        self.root = settings.workspace_path()
+        if not self.root.is_dir():
+            raise WorkspaceError(
+                f"workspace {self.root} does not exist; create it with `reme init {self.root}`"
+            )
+        validate_components(settings, plugins)
+        self.state_dir = self.root / STATE_DIR
+        self.state_dir.mkdir(exist_ok=True)
+        context = ComponentContext(workspace=self.root, state_dir=self.state_dir)
+        components = settings.components
+        self.keyword = self._build("keyword_index", components.keyword_index, "components.keyword_index", context)
+        self.graph = self._build("graph", components.graph, "components.graph", context)
+        self.tags = self._build("tag_index", components.tag_index, "components.tag_index", context)
+        self.chunkers = {
+            suffix.lower(): self._build("chunker", selection, f"components.chunkers[{suffix}]", context)
+            for suffix, selection in components.chunkers.items()
+        }
+        self.paths = WorkspacePaths(self.root)
+        self.catalog = Catalog(self.state_dir / "catalog.sqlite3")
+        self.indexer = Indexer(
+            self.paths, self.catalog, chunkers=self.chunkers, keyword=self.keyword,
+            graph=self.graph, tags=self.tags, exclude=settings.index.exclude,
+            max_file_bytes=settings.index.max_file_bytes,
+        )
+        self.journal = Journal(self.state_dir)
+        self.files = FileTools(
+            self.root, journal=self.journal, on_change=self._on_change,
+            inbound_lookup=self._inbound_sources, max_read_bytes=settings.files.max_read_bytes,
+            max_file_bytes=settings.index.max_file_bytes,
+        )
+        # The vector arm joins here when an embedding and a file store are configured (next issue).
+        self.searcher = Searcher(
+            self.catalog, [KeywordArm(self.keyword)], {"keyword": 1.0}, settings.search,
+            graph=self.graph, tags=self.tags,
+        )
+
+    @classmethod
+    def open(
+        cls,
+        workspace: str | Path | None = None,
+        *,
+        config_file: Path | None = None,
+        overrides: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        plugins: Plugins | None = None,
+    ) -> Reme:
+        """Load settings (defaults < file < env < overrides), plugins, and open the workspace."""
+        settings = load_settings(config_file, overrides, env)
+        if workspace is not None:
+            settings = settings.model_copy(update={"workspace": str(workspace)})
+        return cls(settings, plugins or load_plugins())
+
+    # -- operations --------------------------------------------------------------------------
+
+    def index(self) -> IndexReport:
+        """Incremental index of the whole workspace."""
+        return self.indexer.scan()
+
+    def reindex(self) -> IndexReport:
+        """Rebuild every projection from the notes."""
+        return self.indexer.rebuild()
+
+    def optimize(self) -> None:
+        """Fold incremental index state into the main structures."""
+        self.indexer.optimize()
+
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        min_score: float | None = None,
+        filters: SearchFilters | None = None,
+        expand: bool | None = None,
+    ) -> SearchResponse:
+        with self.indexer.lock:
+            return self.searcher.search(
+                query, limit=limit, min_score=min_score, filters=filters, expand=expand
+            )
+
+    def watch(self, on_report: Callable[[IndexReport], None] | None = None) -> Watcher:
+        """Start indexing edits made outside the API; call ``stop()`` on the result to end it."""
+
+        def index_batch(paths: list[str]) -> None:
+            report = self.indexer.update(paths)
+            if on_report:
+                on_report(report)
+
+        watcher = Watcher(self.root, index_batch, debounce=self.settings.index.watch_debounce_seconds)
+        watcher.start()
+        return watcher
+
+    def status(self) -> dict[str, Any]:
+        counts = self.catalog.counts()
+        return {
+            "workspace": str(self.root),
+            **counts,
+            "unresolved_links": len(self.graph.unresolved()),
+            "keyword_index": {"name": self.keyword.name, **self.keyword.stats()},
+            "vectors": {"available": False, "reason": "no embedding configured"},
+            "problems": self.catalog.problems(),
+        }
+
+    def close(self) -> None:
+        with self.indexer.lock:
+            self.keyword.flush()
+            for component in (self.keyword, self.graph, self.tags, *self.chunkers.values()):
+                component.close()
+            self.catalog.close()
+
+    def __enter__(self) -> Reme:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # -- wiring ------------------------------------------------------------------------------
+
+    def _build(self, kind: str, selection: ComponentSelection, path: str, context: ComponentContext) -> Any:
+        cls, settings = resolve_component(self.plugins, kind, selection, path)
+        return cls(settings, context)
+
+    def _on_change(self, changed: list[str], removed: list[str]) -> None:
+        # Read-your-writes: the write call returns only after its file is searchable.
+        self.indexer.update(changed, removed)
+
+    def _inbound_sources(self, path: str) -> list[str]:
+        with self.indexer.lock:
+            return sorted({link.source for link in self.graph.inbound(path)})

@@ -1,0 +1,1 @@
+"""Hybrid search: arms, reciprocal rank fusion, filters and link expansion."""

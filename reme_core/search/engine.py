@@ -1,0 +1,118 @@
+"""The search entry point: filters, arms, fusion, hits, link expansion."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from reme_core.components import Graph, TagIndex
+from reme_core.errors import SearchError
+from reme_core.index.catalog import Catalog
+from reme_core.schema import SearchFilters, SearchHit, SearchResponse
+from reme_core.schema.chunk import chunk_path
+from reme_core.search.arms import SearchArm
+from reme_core.search.expansion import expand_links
+from reme_core.search.filters import allowed_chunk_ids
+from reme_core.search.fusion import reciprocal_rank_fusion
+
+if TYPE_CHECKING:
+    from reme_core.settings import SearchConfig
+
+MAX_LIMIT = 200
+
+
+class Searcher:
+    """Runs every arm over the same filtered candidate set and fuses the rankings."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        arms: list[SearchArm],
+        weights: dict[str, float],
+        config: SearchConfig,
+        *,
+        graph: Graph | None = None,
+        tags: TagIndex | None = None,
+        degraded: list[str] | None = None,
+    ):
+        self.catalog = catalog
+        self.arms = arms
+        self.weights = weights
+        self.config = config
+        self.graph = graph
+        self.tags = tags
+        self.degraded = list(degraded or [])
+        self._allowed_cache: OrderedDict[tuple[str, int], set[str]] = OrderedDict()
+
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        min_score: float | None = None,
+        filters: SearchFilters | None = None,
+        expand: bool | None = None,
+    ) -> SearchResponse:
+        if not query or not query.strip():
+            raise SearchError("empty query")
+        limit = self.config.limit if limit is None else limit
+        if not 1 <= limit <= MAX_LIMIT:
+            raise SearchError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
+        min_score = self.config.min_score if min_score is None else min_score
+        if not 0.0 <= min_score <= 1.0:
+            raise SearchError(f"min_score must be between 0 and 1, got {min_score}")
+        filters = filters or SearchFilters(statuses=list(self.config.statuses))
+        expand = self.config.link_expansion if expand is None else expand
+
+        allowed = self._allowed(filters)
+        candidates = min(limit * self.config.candidate_multiplier, self.config.candidate_cap)
+        ranked = self._run_arms(query, max(candidates, limit), allowed)
+        fused = reciprocal_rank_fusion(ranked, self.weights, self.config.rrf_k)
+        fused = [f for f in fused if f.score >= min_score][:limit]
+
+        chunks = self.catalog.chunks([f.chunk_id for f in fused])
+        notes = self.catalog.notes(c.path for c in chunks.values())
+        hits = []
+        for f in fused:
+            chunk = chunks.get(f.chunk_id)
+            if chunk is None:  # index and catalog disagree for a moment; never return a ghost
+                continue
+            note = notes.get(chunk.path)
+            hits.append(
+                SearchHit(
+                    chunk_id=f.chunk_id, path=chunk.path, start_line=chunk.start_line,
+                    end_line=chunk.end_line, score=round(f.score, 6), text=chunk.text,
+                    heading=chunk.heading, name=note.name if note else None, arm_ranks=f.ranks,
+                )
+            )
+        linked = []
+        if expand and self.graph is not None and hits:
+            allowed_paths = {chunk_path(cid) for cid in allowed}
+            linked = expand_links(
+                [h.path for h in hits], self.graph, limit_each=self.config.expansion_limit,
+                allowed=allowed_paths.__contains__, describe=self.catalog.notes,
+            )
+        return SearchResponse(
+            query=query, hits=hits, linked=linked, arms=list(ranked), degraded=self.degraded
+        )
+
+    def _run_arms(self, query: str, candidates: int, allowed: set[str]) -> dict[str, list[str]]:
+        if len(self.arms) == 1:
+            arm = self.arms[0]
+            return {arm.name: arm.rank(query, candidates, allowed)}
+        with ThreadPoolExecutor(max_workers=len(self.arms)) as pool:
+            futures = {arm.name: pool.submit(arm.rank, query, candidates, allowed) for arm in self.arms}
+            return {name: future.result() for name, future in futures.items()}
+
+    def _allowed(self, filters: SearchFilters) -> set[str]:
+        # Filter sets only change when the catalog does; repeated queries reuse them.
+        key = (filters.model_dump_json(), self.catalog.generation)
+        if key in self._allowed_cache:
+            self._allowed_cache.move_to_end(key)
+            return self._allowed_cache[key]
+        allowed = allowed_chunk_ids(filters, self.catalog, self.tags)
+        self._allowed_cache[key] = allowed
+        while len(self._allowed_cache) > 8:
+            self._allowed_cache.popitem(last=False)
+        return allowed

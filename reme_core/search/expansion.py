@@ -1,0 +1,52 @@
+"""One hop of link expansion: notes linked from or to the hits, both ways."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from reme_core.components import Graph
+from reme_core.schema import LinkedNote, NoteSummary
+
+
+def expand_links(
+    hit_paths: Sequence[str],
+    graph: Graph,
+    *,
+    limit_each: int,
+    allowed: Callable[[str], bool],
+    describe: Callable[[list[str]], dict[str, NoteSummary]],
+) -> list[LinkedNote]:
+    """Up to ``limit_each`` outbound and ``limit_each`` inbound neighbours, over all hits, in hit order.
+
+    Notes already among the hits, and notes the search filters exclude, are left out.
+    """
+    seen = set(hit_paths)
+    found: list[tuple[str, str, str]] = []
+    counts = {"outbound": 0, "inbound": 0}
+    for via in dict.fromkeys(hit_paths):
+        neighbours = {
+            "outbound": [link.target for link in graph.outbound(via) if link.target],
+            "inbound": [link.source for link in graph.inbound(via)],
+        }
+        for direction, paths in neighbours.items():
+            for path in paths:
+                if counts[direction] >= limit_each:
+                    break
+                if path in seen or not allowed(path):
+                    continue
+                seen.add(path)
+                counts[direction] += 1
+                found.append((path, via, direction))
+        if all(count >= limit_each for count in counts.values()):
+            break
+    notes = describe([path for path, _, _ in found])
+    return [
+        LinkedNote(
+            path=path,
+            via=via,
+            direction=direction,  # type: ignore[arg-type]
+            name=notes[path].name if path in notes else None,
+            description=notes[path].description if path in notes else None,
+        )
+        for path, via, direction in found
+    ]

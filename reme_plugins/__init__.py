@@ -1,0 +1,1 @@
+"""The shipped default backends, registered through the ``reme`` entry-point group."""

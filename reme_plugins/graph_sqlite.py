@@ -1,0 +1,215 @@
+"""The default link graph: every wikilink as one row of a SQLite table in ``state_dir``.
+
+The graph only stores. The indexer resolves ``Link.target`` before ``set_links`` and, when a note
+appears or disappears, re-resolves the pending links and calls ``set_links`` again.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+from pydantic import field_validator
+
+from reme_core import hookimpl
+from reme_core.components import ComponentContext, ComponentSettings, Graph
+from reme_core.schema import Link
+from reme_plugins.sqlite_util import LockedDb, check_filename, open_db, state_file
+
+SCHEMA_VERSION = 1
+
+# ord is the link's position in the list given to set_links: it keeps several links on one line
+# in the order they were written. WITHOUT ROWID clusters a source's links together on disk.
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS links (
+    source TEXT NOT NULL,
+    ord INTEGER NOT NULL,
+    raw TEXT NOT NULL,
+    target TEXT,
+    anchor TEXT,
+    alias TEXT,
+    embed INTEGER NOT NULL,
+    line INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    PRIMARY KEY (source, ord)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS links_by_target ON links (target) WHERE target IS NOT NULL;
+CREATE INDEX IF NOT EXISTS links_pending ON links (state) WHERE state != 'resolved';
+"""
+
+_COLUMNS = "source, ord, raw, target, anchor, alias, embed, line, state"
+
+
+class SqliteGraph(Graph):
+    """Wikilink adjacency in ``<state_dir>/graph.sqlite3``; safe to share between threads."""
+
+    name: ClassVar[str] = "sqlite"
+
+    class Settings(ComponentSettings):
+        filename: str = "graph.sqlite3"
+        """Database file name inside the workspace's ``.reme/`` folder."""
+
+        @field_validator("filename")
+        @classmethod
+        def _plain_name(cls, value: str) -> str:
+            return check_filename(value)
+
+    settings: Settings
+
+    def __init__(
+        self, settings: ComponentSettings | None = None, context: ComponentContext | None = None
+    ):
+        super().__init__(settings, context)
+        path = state_file(context, self.settings.filename, "the sqlite graph")
+        self._db = LockedDb(lambda: open_db(path, SCHEMA, SCHEMA_VERSION))
+
+    # -- the Graph contract --------------------------------------------------------------------
+
+    def set_links(self, source: str, links: Sequence[Link]) -> None:
+        """Replace the outbound links of ``source`` (one transaction)."""
+        rows = []
+        for ord_, link in enumerate(links):
+            if link.source != source:
+                raise ValueError(
+                    f"link {link.raw!r} has source {link.source!r}, expected {source!r}"
+                )
+            rows.append(
+                (
+                    source,
+                    ord_,
+                    link.raw,
+                    link.target,
+                    link.anchor,
+                    link.alias,
+                    int(link.embed),
+                    link.line,
+                    link.state,
+                )
+            )
+        with self._db.transaction() as conn:
+            conn.execute("DELETE FROM links WHERE source = ?", (source,))
+            conn.executemany(f"INSERT INTO links ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)", rows)
+
+    def remove(self, source: str) -> None:
+        """Forget ``source``'s links; links from other notes that resolved to it become missing."""
+        with self._db.transaction() as conn:
+            conn.execute("DELETE FROM links WHERE source = ?", (source,))
+            # Keeps inbound() truthful until the indexer re-resolves these (the raw text is kept).
+            conn.execute(
+                "UPDATE links SET target = NULL, state = 'missing' "
+                "WHERE target = ? AND state = 'resolved'",
+                (source,),
+            )
+
+    def outbound(self, path: str) -> list[Link]:
+        """Links written in ``path``, resolved or not, in line order."""
+        return self._links("WHERE source = ? ORDER BY line, ord", (path,))
+
+    def inbound(self, path: str) -> list[Link]:
+        """Resolved links from other notes pointing at ``path``, by source then line."""
+        return self._links(
+            "WHERE target = ? AND state = 'resolved' AND source != ? ORDER BY source, line, ord",
+            (path, path),
+        )
+
+    def unresolved(self) -> list[Link]:
+        """Every link whose target is missing or ambiguous, by source then line."""
+        return self._links("WHERE state != 'resolved' ORDER BY source, line, ord", ())
+
+    def clear(self) -> None:
+        """Drop every link."""
+        with self._db.transaction() as conn:
+            conn.execute("DELETE FROM links")
+
+    def close(self) -> None:
+        """Close the database; a later call opens it again."""
+        self._db.close()
+
+    # -- beyond the contract: link expansion and traversal ---------------------------------------
+
+    def neighbors(self, path: str, limit_each: int = 10) -> tuple[list[str], list[str]]:
+        """Paths ``path`` links to (line order) and paths linking to it (sorted), each deduplicated
+        and capped at ``limit_each``; only resolved links count, and never ``path`` itself."""
+        if limit_each <= 0:
+            return [], []
+        with self._db.read() as conn:
+            out_rows = conn.execute(
+                "SELECT target FROM links WHERE source = ? AND state = 'resolved' "
+                "AND target IS NOT NULL AND target != ? ORDER BY line, ord",
+                (path, path),
+            ).fetchall()
+            in_rows = conn.execute(
+                "SELECT DISTINCT source FROM links WHERE target = ? AND state = 'resolved' "
+                "AND source != ? ORDER BY source LIMIT ?",
+                (path, path, limit_each),
+            ).fetchall()
+        outbound = list(dict.fromkeys(r[0] for r in out_rows))[:limit_each]
+        return outbound, [r[0] for r in in_rows]
+
+    def traverse(self, start: str, depth: int = 1, limit: int = 100) -> dict[str, int]:
+        """Breadth-first walk over resolved links in both directions, up to ``depth`` hops.
+
+        Returns ``{path: distance}`` in visiting order, ``start`` first at distance 0, at most
+        ``limit`` entries in all. Neighbours of one node are visited in sorted order, so the
+        result is deterministic.
+        """
+        if limit <= 0:
+            return {}
+        seen: dict[str, int] = {start: 0}
+        queue: deque[str] = deque([start])
+        with self._db.read() as conn:
+            while queue and len(seen) < limit:
+                node = queue.popleft()
+                dist = seen[node]
+                if dist >= depth:
+                    continue
+                for (nxt,) in conn.execute(
+                    "SELECT target FROM links WHERE source = ?1 AND state = 'resolved' "
+                    "AND target IS NOT NULL "
+                    "UNION SELECT source FROM links WHERE target = ?1 AND state = 'resolved' "
+                    "ORDER BY 1",
+                    (node,),
+                ):
+                    if nxt in seen:
+                        continue
+                    seen[nxt] = dist + 1
+                    queue.append(nxt)
+                    if len(seen) >= limit:
+                        break
+        return seen
+
+    def stats(self) -> dict[str, Any]:
+        """Numbers for ``reme status``: links, pending links, notes with links."""
+        with self._db.read() as conn:
+            links, pending, sources = conn.execute(
+                "SELECT count(*), coalesce(sum(state != 'resolved'), 0), count(DISTINCT source) "
+                "FROM links"
+            ).fetchone()
+        return {"links": links, "unresolved": pending, "sources": sources}
+
+    def _links(self, where: str, params: tuple[Any, ...]) -> list[Link]:
+        with self._db.read() as conn:
+            rows = conn.execute(f"SELECT {_COLUMNS} FROM links {where}", params).fetchall()
+        return [_to_link(row) for row in rows]
+
+
+def _to_link(row: sqlite3.Row | tuple[Any, ...]) -> Link:
+    source, _ord, raw, target, anchor, alias, embed, line, state = row
+    return Link(
+        source=source,
+        raw=raw,
+        target=target,
+        anchor=anchor,
+        alias=alias,
+        embed=bool(embed),
+        line=line,
+        state=state,
+    )
+
+
+@hookimpl
+def register_graphs(register: Callable[[type[Graph]], None]) -> None:
+    """Register the SQLite graph as ``sqlite``."""
+    register(SqliteGraph)

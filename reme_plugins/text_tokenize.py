@@ -1,0 +1,158 @@
+"""Text to search tokens, the same way for documents and queries.
+
+Steps: Unicode NFKC (full-width Latin becomes ASCII, half-width katakana becomes full width), lower
+case, then a scan that yields two kinds of runs:
+
+- CJK runs (Han, Hiragana, Katakana, Hangul): written without spaces, so every character becomes a
+  unigram and every adjacent pair a bigram; a query then matches words without a dictionary.
+- Word runs (letters, digits, ``_``), optionally joined by ``.`` or ``-``: identifiers such as
+  ``snake_case``, ``v2.1``, ``api.example.com`` or ``2024-05-01`` are kept whole *and* split into
+  their parts, so both ``snake_case`` and ``case`` find them.
+
+Stopwords (the language's list shipped with bm25s) are dropped; purely alphabetic words and parts
+are stemmed with PyStemmer when stemming is on. Identifiers with digits or joiners are not stemmed.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+from functools import lru_cache
+
+import Stemmer
+from bm25s import stopwords as bm25s_stopwords
+
+from reme_core.errors import ConfigError
+
+TOKENIZER_VERSION = 1
+"""Bumped whenever the output for the same text changes, so stored indexes know to rebuild."""
+
+MAX_TOKEN_LENGTH = 100
+"""Longer runs (base64 blobs, minified code) only bloat the vocabulary; nobody types them."""
+
+_CJK = (
+    "\u1100-\u11ff"  # Hangul Jamo
+    "\u3005-\u3007"  # ideographic iteration mark, closing mark, number zero
+    "\u3040-\u309f"  # Hiragana
+    "\u30a0-\u30ff"  # Katakana (including the prolonged sound mark)
+    "\u3130-\u318f"  # Hangul compatibility Jamo
+    "\u31f0-\u31ff"  # Katakana phonetic extensions
+    "\u3400-\u4dbf"  # CJK extension A
+    "\u4e00-\u9fff"  # CJK unified ideographs
+    "\uac00-\ud7af"  # Hangul syllables
+    "\uf900-\ufaff"  # CJK compatibility ideographs
+    "\U00020000-\U0003134f"  # CJK extensions B-G
+)
+# `[^\W<cjk>]` is "a word character that is not CJK": Python counts CJK as \w, and a Latin word
+# glued to Chinese text ("用Python写") must not swallow it.
+_WORD = rf"[^\W{_CJK}]+"
+_TOKEN_RE = re.compile(rf"([{_CJK}]+)|({_WORD}(?:[.\-]{_WORD})*)")
+_PART_SPLIT_RE = re.compile(r"[._\-]+")
+
+# Languages with a bm25s stopword list. English uses the longer NLTK list ("english_plus"): agent
+# queries are questions ("what did we decide about ..."), and the short Lucene list keeps "what"
+# and "did" as search terms.
+_STOPWORDS: dict[str, tuple[str, ...]] = {
+    "english": bm25s_stopwords.STOPWORDS_EN_PLUS,
+    "porter": bm25s_stopwords.STOPWORDS_EN_PLUS,
+    "german": bm25s_stopwords.STOPWORDS_GERMAN,
+    "dutch": bm25s_stopwords.STOPWORDS_DUTCH,
+    "dutch_porter": bm25s_stopwords.STOPWORDS_DUTCH,
+    "french": bm25s_stopwords.STOPWORDS_FRENCH,
+    "spanish": bm25s_stopwords.STOPWORDS_SPANISH,
+    "portuguese": bm25s_stopwords.STOPWORDS_PORTUGUESE,
+    "italian": bm25s_stopwords.STOPWORDS_ITALIAN,
+    "russian": bm25s_stopwords.STOPWORDS_RUSSIAN,
+    "swedish": bm25s_stopwords.STOPWORDS_SWEDISH,
+    "norwegian": bm25s_stopwords.STOPWORDS_NORWEGIAN,
+    "danish": bm25s_stopwords.STOPWORDS_DANISH,
+    "turkish": bm25s_stopwords.STOPWORDS_TURKISH,
+    "chinese": bm25s_stopwords.STOPWORDS_CHINESE,
+    "korean": bm25s_stopwords.STOPWORDS_KOREAN,
+}
+
+
+def stemmer_languages() -> list[str]:
+    """Languages PyStemmer can stem."""
+    return sorted(Stemmer.algorithms())
+
+
+class Tokenizer:
+    """A configured tokenizer; callable on a string. Safe to share between threads."""
+
+    def __init__(self, language: str = "english", stem: bool = True):
+        self.language = language.strip().lower()
+        self.stem = stem
+        stemmable = self.language in Stemmer.algorithms()
+        if stem and not stemmable:
+            raise ConfigError(
+                f"keyword index language {language!r} has no stemmer; use one of "
+                f"{', '.join(stemmer_languages())}, or set stem: false"
+            )
+        if not stemmable and self.language not in _STOPWORDS:
+            known = sorted(set(_STOPWORDS) | set(Stemmer.algorithms()))
+            raise ConfigError(
+                f"keyword index language {language!r} is unknown; use one of {', '.join(known)}"
+            )
+        self.stopwords = frozenset(_STOPWORDS.get(self.language, ()))
+        # PyStemmer objects are not thread-safe: one per thread.
+        self._local = threading.local()
+
+    def fingerprint(self) -> dict[str, object]:
+        """What determines the output, for index files to record and compare on load."""
+        return {"version": TOKENIZER_VERSION, "language": self.language, "stem": self.stem}
+
+    def __call__(self, text: str) -> list[str]:
+        """Tokens of ``text`` in order (repeats kept: term frequency matters)."""
+        text = unicodedata.normalize("NFKC", text).lower()
+        tokens: list[str] = []
+        stem_at: list[int] = []
+        stop = self.stopwords
+        stem = self.stem
+        for cjk, word in _TOKEN_RE.findall(text):
+            if cjk:
+                tokens.extend(cjk)
+                tokens.extend(cjk[i : i + 2] for i in range(len(cjk) - 1))
+                continue
+            if word in stop or len(word) > MAX_TOKEN_LENGTH:
+                continue
+            if "_" not in word and "." not in word and "-" not in word:  # the common case
+                if stem and word.isalpha():
+                    stem_at.append(len(tokens))
+                tokens.append(word)
+                continue
+            parts = [p for p in _PART_SPLIT_RE.split(word) if p]
+            if not parts:  # only joiners, e.g. a "___" rule line
+                continue
+            if parts != [word]:
+                # An identifier: keep it whole, unstemmed, and add its parts below.
+                tokens.append(word)
+            for part in parts:
+                if part in stop:
+                    continue
+                if stem and part.isalpha():
+                    stem_at.append(len(tokens))
+                tokens.append(part)
+        if stem_at:
+            stemmed = self._stemmer().stemWords([tokens[i] for i in stem_at])
+            for i, value in zip(stem_at, stemmed, strict=True):
+                tokens[i] = value
+        return tokens
+
+    def _stemmer(self) -> Stemmer.Stemmer:
+        stemmer = getattr(self._local, "stemmer", None)
+        if stemmer is None:
+            stemmer = self._local.stemmer = Stemmer.Stemmer(self.language)
+        return stemmer
+
+
+@lru_cache(maxsize=16)
+def get_tokenizer(language: str = "english", stem: bool = True) -> Tokenizer:
+    """A shared tokenizer for these settings."""
+    return Tokenizer(language, stem)
+
+
+def tokenize(text: str, language: str = "english", stem: bool = True) -> list[str]:
+    """Search tokens of ``text``: lower-cased, stopwords dropped, stemmed, CJK as 1- and 2-grams."""
+    return get_tokenizer(language, stem)(text)

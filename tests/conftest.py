@@ -1,0 +1,50 @@
+"""Shared fixtures. Tests never load installed entry points unless they ask for them."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import reme_plugins.chunker_jsonl
+import reme_plugins.chunker_markdown
+import reme_plugins.chunker_text
+import reme_plugins.graph_sqlite
+import reme_plugins.keyword_bm25s
+import reme_plugins.tag_sqlite
+from reme_core import plugins as plugin_module
+from reme_core.plugins import Plugins
+
+DEFAULT_PLUGIN_MODULES = [
+    reme_plugins.chunker_markdown,
+    reme_plugins.chunker_text,
+    reme_plugins.chunker_jsonl,
+    reme_plugins.keyword_bm25s,
+    reme_plugins.graph_sqlite,
+    reme_plugins.tag_sqlite,
+]
+
+EXAMPLE_WORKSPACE = Path(__file__).resolve().parents[1] / "examples" / "workspace"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No host REME_* variables leak in, and the shared plugin manager starts empty each test."""
+    for key in list(os.environ):
+        if key.startswith("REME_"):
+            monkeypatch.delenv(key)
+    plugin_module.reset_plugins()
+    yield
+    plugin_module.reset_plugins()
+
+
+@pytest.fixture
+def default_plugins() -> Plugins:
+    """A plugin manager holding exactly the shipped defaults, registered directly (no entry points)."""
+    plugins = Plugins()
+    for module in DEFAULT_PLUGIN_MODULES:
+        plugins.register(module)
+    plugins.collect()
+    return plugins

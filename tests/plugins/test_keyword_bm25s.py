@@ -1,0 +1,384 @@
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import bm25s
+import pytest
+from pydantic import ValidationError
+
+from reme_core.components import ComponentContext
+from reme_core.errors import ConfigError, RemeError
+from reme_core.plugins import Plugins
+from reme_plugins import keyword_bm25s
+from reme_plugins.keyword_bm25s import Bm25sKeywordIndex
+from tests.conformance.keyword_index import KeywordIndexConformance, ids, make_chunks
+
+Opener = Callable[..., Bm25sKeywordIndex]
+
+
+def context(state_dir: Path) -> ComponentContext:
+    return ComponentContext(workspace=state_dir.parent, state_dir=state_dir)
+
+
+class TestBm25sConformance(KeywordIndexConformance):
+    @pytest.fixture
+    def index(self) -> Callable[[Path], Bm25sKeywordIndex]:
+        return lambda state_dir: Bm25sKeywordIndex(Bm25sKeywordIndex.Settings(), context(state_dir))
+
+
+class TestBm25sConformanceSmallMerge(KeywordIndexConformance):
+    """The same contract when nearly every change triggers an automatic merge."""
+
+    @pytest.fixture
+    def index(self) -> Callable[[Path], Bm25sKeywordIndex]:
+        settings = Bm25sKeywordIndex.Settings(delta_merge_min=0, delta_merge_ratio=0)
+        return lambda state_dir: Bm25sKeywordIndex(settings, context(state_dir))
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path) -> Path:
+    return tmp_path / ".reme"
+
+
+@pytest.fixture
+def open_index(state_dir: Path) -> Iterator[Opener]:
+    """Open an index over ``state_dir`` with setting overrides; all are closed afterwards."""
+    opened: list[Bm25sKeywordIndex] = []
+
+    def open_(**overrides: Any) -> Bm25sKeywordIndex:
+        ix = Bm25sKeywordIndex(Bm25sKeywordIndex.Settings(**overrides), context(state_dir))
+        opened.append(ix)
+        return ix
+
+    yield open_
+    for ix in reversed(opened):
+        ix.close()
+
+
+def fill(ix: Bm25sKeywordIndex, count: int, text: str = "filler words about gardening") -> None:
+    for i in range(count):
+        path = f"notes/n{i:03d}.md"
+        ix.upsert(path, make_chunks(path, f"{text} number{i}"))
+
+
+def main_snapshot(state_dir: Path) -> dict[str, str]:
+    """Name and content hash of every file of the current main segment."""
+    root = state_dir / "bm25s"
+    name = json.loads((root / "manifest.json").read_text())["main"]
+    return {
+        f"{name}/{f.name}": hashlib.sha256(f.read_bytes()).hexdigest()
+        for f in sorted((root / name).iterdir())
+    }
+
+
+@pytest.fixture
+def index_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Record the corpus size of every bm25s index build."""
+    calls: list[int] = []
+    original = bm25s.BM25.index
+
+    def counting(self: bm25s.BM25, corpus: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(len(corpus))
+        return original(self, corpus, *args, **kwargs)
+
+    monkeypatch.setattr(bm25s.BM25, "index", counting)
+    return calls
+
+
+# -- language ------------------------------------------------------------------------------
+
+
+def test_cjk_query_finds_chinese_chunk(open_index: Opener) -> None:
+    ix = open_index()
+    ix.upsert("zh.md", make_chunks("zh.md", "我们今天讨论了机器学习模型的部署方案"))
+    ix.upsert("ja.md", make_chunks("ja.md", "東京タワーに行きました"))
+    ix.upsert("en.md", make_chunks("en.md", "Deploying machine learning models"))
+    assert ids(ix.search("机器学习", 10)) == ["zh.md#0"]
+    assert ids(ix.search("東京タワー", 10)) == ["ja.md#0"]
+
+
+def test_stemming_matches_word_forms(open_index: Opener) -> None:
+    ix = open_index()
+    ix.upsert("a.md", make_chunks("a.md", "She runs every morning"))
+    assert ids(ix.search("running", 10)) == ["a.md#0"]
+
+
+def test_stemming_can_be_turned_off(open_index: Opener) -> None:
+    ix = open_index(stem=False)
+    ix.upsert("a.md", make_chunks("a.md", "She runs every morning"))
+    assert ix.search("running", 10) == []
+    assert ids(ix.search("runs", 10)) == ["a.md#0"]
+
+
+def test_identifiers_are_searchable_whole_and_in_parts(open_index: Opener) -> None:
+    ix = open_index()
+    ix.upsert("a.md", make_chunks("a.md", "set max_retries on api.example.com for v2.1"))
+    ix.upsert("b.md", make_chunks("b.md", "unrelated text"))
+    for query in ("max_retries", "retries", "api.example.com", "example", "v2.1"):
+        assert ids(ix.search(query, 10)) == ["a.md#0"], query
+
+
+# -- the delta path ------------------------------------------------------------------------
+
+
+def test_bulk_upserts_build_main_once(open_index: Opener, index_calls: list[int]) -> None:
+    ix = open_index()
+    fill(ix, 120)
+    assert index_calls == []  # upserts alone build nothing
+    ix.flush()
+    assert index_calls == [120]
+    assert ix.stats()["main_chunks"] == 120 and ix.stats()["delta_chunks"] == 0
+
+
+def test_one_edit_does_not_rebuild_main(
+    open_index: Opener, index_calls: list[int], state_dir: Path
+) -> None:
+    ix = open_index()
+    fill(ix, 50)
+    ix.flush()
+    before = main_snapshot(state_dir)
+    index_calls.clear()
+
+    ix.upsert("notes/n007.md", make_chunks("notes/n007.md", "zeppelin airship"))
+    assert ids(ix.search("zeppelin", 10)) == ["notes/n007.md#0"]
+    assert ix.search("number7", 10) == []
+    ix.flush()
+    assert index_calls == [1]  # only the one-chunk delta
+    assert main_snapshot(state_dir) == before
+    assert ix.stats() == {
+        "chunks": 50,
+        "main_chunks": 50,
+        "main_live": 49,
+        "delta_chunks": 1,
+        "tombstones": 1,
+        "unflushed_paths": 0,
+    }
+
+    ix.optimize()
+    ix.flush()
+    assert main_snapshot(state_dir) != before
+    assert ix.stats()["delta_chunks"] == 0 and ix.stats()["tombstones"] == 0
+    assert ids(ix.search("zeppelin", 10)) == ["notes/n007.md#0"]
+
+
+def test_delta_survives_reopen(open_index: Opener, state_dir: Path) -> None:
+    ix = open_index()
+    fill(ix, 20)
+    ix.flush()
+    ix.upsert("notes/n003.md", make_chunks("notes/n003.md", "zeppelin airship"))
+    ix.delete("notes/n004.md")
+    ix.flush()
+    reopened = open_index()
+    assert reopened.stats()["delta_chunks"] == 1
+    assert reopened.stats()["tombstones"] == 2
+    assert ids(reopened.search("zeppelin", 10)) == ["notes/n003.md#0"]
+    assert reopened.search("number3", 10) == []
+    assert reopened.search("number4", 10) == []
+    assert len(reopened.search("gardening", 100)) == 18
+
+
+def test_automatic_merge_when_delta_outgrows_threshold(
+    open_index: Opener, index_calls: list[int]
+) -> None:
+    ix = open_index(delta_merge_min=3, delta_merge_ratio=0.0)
+    fill(ix, 10)
+    ix.flush()
+    for i in range(3):
+        ix.upsert(f"new/{i}.md", make_chunks(f"new/{i}.md", f"fresh note {i}"))
+    ix.search("fresh", 10)
+    assert ix.stats()["delta_chunks"] == 3  # at the threshold, not over it
+    ix.upsert("new/3.md", make_chunks("new/3.md", "fresh note 3"))
+    assert len(ix.search("fresh", 10)) == 4
+    assert ix.stats()["delta_chunks"] == 0
+    assert ix.stats()["main_chunks"] == 14
+    assert index_calls[-1] == 14  # the merge rebuilt main from every live chunk
+
+
+def test_merge_threshold_scales_with_main(open_index: Opener) -> None:
+    ix = open_index(delta_merge_min=0, delta_merge_ratio=0.5)
+    fill(ix, 10)
+    ix.flush()
+    for i in range(5):
+        ix.upsert(f"new/{i}.md", make_chunks(f"new/{i}.md", "fresh"))
+    ix.flush()
+    assert ix.stats()["delta_chunks"] == 5  # 5 is not over half of 10
+    ix.upsert("new/5.md", make_chunks("new/5.md", "fresh"))
+    ix.flush()
+    assert ix.stats()["delta_chunks"] == 0
+
+
+def test_unchanged_reupsert_changes_nothing(open_index: Opener, index_calls: list[int]) -> None:
+    ix = open_index()
+    fill(ix, 5)
+    ix.flush()
+    index_calls.clear()
+    ix.upsert("notes/n001.md", make_chunks("notes/n001.md", "filler words about gardening number1"))
+    ix.search("gardening", 10)
+    assert ix.stats()["delta_chunks"] == 0 and ix.stats()["tombstones"] == 0
+    assert index_calls == []
+
+
+def test_reverting_an_edit_revives_the_main_chunk(open_index: Opener) -> None:
+    ix = open_index()
+    fill(ix, 5)
+    ix.flush()
+    original = make_chunks("notes/n001.md", "filler words about gardening number1")
+    ix.upsert("notes/n001.md", make_chunks("notes/n001.md", "changed"))
+    ix.upsert("notes/n001.md", original)
+    assert ix.stats()["tombstones"] == 0 and ix.stats()["delta_chunks"] == 0
+    assert ids(ix.search("number1", 10)) == ["notes/n001.md#0"]
+
+
+def test_updated_note_ranks_sensibly_against_main(open_index: Opener) -> None:
+    ix = open_index()
+    for i in range(40):
+        path = f"notes/n{i:02d}.md"
+        ix.upsert(path, make_chunks(path, f"weekly report {i} on the garden and database backups"))
+    ix.upsert("notes/strong.md", make_chunks("notes/strong.md", "database migration plan"))
+    ix.flush()
+    assert ix.stats()["main_chunks"] == 41
+    # A delta note about the topic beats main notes that mention it in passing...
+    ix.upsert("notes/n05.md", make_chunks("notes/n05.md", "database migration rollback steps"))
+    hits = ids(ix.search("database migration rollback", 5))
+    assert hits[0] == "notes/n05.md#0"
+    assert hits[1] == "notes/strong.md#0"
+    # ...and a delta note mentioning it in passing does not beat the main note about it.
+    ix.upsert("notes/n06.md", make_chunks("notes/n06.md", "garden report, one migration aside"))
+    assert ids(ix.search("database migration plan", 3))[0] == "notes/strong.md#0"
+    assert ix.stats()["delta_chunks"] == 2
+
+
+def test_allowed_ids_across_segments(open_index: Opener) -> None:
+    ix = open_index()
+    fill(ix, 10, text="heron")
+    ix.flush()
+    ix.upsert("delta.md", make_chunks("delta.md", "heron heron"))
+    allowed = {"notes/n002.md#0", "delta.md#0"}
+    assert sorted(ids(ix.search("heron", 10, allowed))) == ["delta.md#0", "notes/n002.md#0"]
+    assert ids(ix.search("heron", 10, {"notes/n009.md#0"})) == ["notes/n009.md#0"]
+
+
+# -- persistence ---------------------------------------------------------------------------
+
+
+def test_state_lives_under_state_dir_bm25s(open_index: Opener, state_dir: Path) -> None:
+    ix = open_index()
+    fill(ix, 3)
+    ix.flush()
+    names = {p.name for p in (state_dir / "bm25s").iterdir()}
+    assert "manifest.json" in names and "chunks.sqlite3" in names
+    assert not any(name.endswith(".tmp") for name in names)
+    assert sum(name.startswith("main-") for name in names) == 1
+
+
+def test_nothing_unflushed_is_visible_to_a_new_instance(open_index: Opener) -> None:
+    ix = open_index()
+    fill(ix, 3)
+    ix.flush()
+    ix.upsert("late.md", make_chunks("late.md", "zeppelin"))
+    assert open_index().search("zeppelin", 10) == []
+    ix.flush()
+    assert ids(open_index().search("zeppelin", 10)) == ["late.md#0"]
+
+
+def test_changed_settings_rebuild_main(open_index: Opener) -> None:
+    ix = open_index()
+    ix.upsert("a.md", make_chunks("a.md", "She runs every morning"))
+    ix.flush()
+    ix.close()
+    unstemmed = open_index(stem=False)
+    assert unstemmed.search("running", 10) == []
+    assert ids(unstemmed.search("runs", 10)) == ["a.md#0"]
+
+
+def test_unreadable_main_is_rebuilt_from_stored_texts(open_index: Opener, state_dir: Path) -> None:
+    ix = open_index()
+    fill(ix, 5)
+    ix.flush()
+    ix.close()
+    name = json.loads((state_dir / "bm25s" / "manifest.json").read_text())["main"]
+    (state_dir / "bm25s" / name / "ids.json").write_text("{not json")
+    assert len(open_index().search("gardening", 10)) == 5
+
+
+def test_corpus_without_tokens(open_index: Opener) -> None:
+    ix = open_index()
+    ix.upsert("a.md", make_chunks("a.md", "the and of", "---"))
+    ix.flush()
+    assert ix.search("the", 10) == []
+    assert ix.search("anything", 10) == []
+    assert ix.stats()["chunks"] == 2
+
+
+# -- contract details ----------------------------------------------------------------------
+
+
+def test_chunk_of_another_path_is_refused(open_index: Opener) -> None:
+    with pytest.raises(RemeError, match="belongs to"):
+        open_index().upsert("a.md", make_chunks("b.md", "text"))
+
+
+def test_unknown_setting_is_refused() -> None:
+    with pytest.raises(ValidationError):
+        Bm25sKeywordIndex.Settings(k3=1.0)
+
+
+def test_unknown_language_is_a_config_error(state_dir: Path) -> None:
+    settings = Bm25sKeywordIndex.Settings(language="klingon")
+    with pytest.raises(ConfigError, match="klingon"):
+        Bm25sKeywordIndex(settings, context(state_dir))
+
+
+@pytest.mark.parametrize("method", ["lucene", "robertson", "atire", "bm25l", "bm25+"])
+def test_every_method_ranks_and_filters(open_index: Opener, method: str) -> None:
+    ix = open_index(method=method)
+    ix.upsert("a.md", make_chunks("a.md", "kestrel kestrel nest"))
+    ix.upsert("b.md", make_chunks("b.md", "kestrel"))
+    ix.upsert("c.md", make_chunks("c.md", "pigeon"))
+    ix.flush()
+    ix.upsert("d.md", make_chunks("d.md", "pigeon loft"))
+    assert set(ids(ix.search("kestrel", 10))) == {"a.md#0", "b.md#0"}
+    assert ids(ix.search("kestrel nest", 1)) == ["a.md#0"]
+    assert ids(ix.search("kestrel", 10, {"b.md#0", "c.md#0"})) == ["b.md#0"]
+
+
+def test_registered_under_its_name() -> None:
+    plugins = Plugins()
+    plugins.register(keyword_bm25s, name="keyword_bm25s")
+    assert plugins.get("keyword_index", "bm25s") is Bm25sKeywordIndex
+
+
+def test_concurrent_writers_and_readers(open_index: Opener) -> None:
+    ix = open_index(delta_merge_min=5, delta_merge_ratio=0.0)
+    fill(ix, 20)
+    ix.flush()
+    errors: list[BaseException] = []
+
+    def writer(offset: int) -> None:
+        try:
+            for i in range(30):
+                path = f"w{offset}/{i}.md"
+                ix.upsert(path, make_chunks(path, f"sparrow {offset} {i}"))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    def reader() -> None:
+        try:
+            for _ in range(30):
+                ix.search("sparrow gardening", 5)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(2)]
+    threads += [threading.Thread(target=reader) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(ix.search("sparrow", 100)) == 60
