@@ -213,7 +213,7 @@ class Plugins:
         plugin = self.pm.get_plugin(plugin_name)
         for candidate, dist in self.pm.list_plugin_distributions():
             if candidate is plugin:
-                return f"{dist.project_name} ({plugin_name})"
+                return f"{_dist_name(dist)} ({plugin_name})"
         return plugin_name
 
     # -- listing -----------------------------------------------------------------------------
@@ -227,7 +227,7 @@ class Plugins:
                 continue
             plugin_name = self.pm.get_name(plugin) or repr(plugin)
             dist = dist_of.get(id(plugin))
-            key = dist.project_name if dist else plugin_name
+            key = _dist_name(dist) if dist else plugin_name
             if dist and _normalise(key) == "reme" and not include_defaults:
                 continue
             info = by_dist.setdefault(key, PluginInfo(key, dist.version if dist else None, []))
@@ -244,6 +244,11 @@ def _bind(add: Callable[[Any, str], None], provider: str) -> Callable[[Any], Non
         add(cls, provider)
 
     return register
+
+
+def _dist_name(dist: Any) -> str:
+    # pluggy has handed out both its DistFacade (project_name) and plain Distribution objects.
+    return getattr(dist, "project_name", None) or dist.metadata["name"]
 
 
 def _normalise(dist_name: str) -> str:
