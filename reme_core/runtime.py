@@ -79,7 +79,7 @@ class Reme:
         """Load settings (defaults < file < env < overrides), plugins, and open the workspace."""
         settings = load_settings(config_file, overrides, env)
         if workspace is not None:
-            settings = settings.model_copy(update={"workspace": str(workspace)})
+            settings = settings.model_copy(update={"workspace": Path(workspace).expanduser().resolve()})
         return cls(settings, plugins or load_plugins())
 
     # -- operations --------------------------------------------------------------------------

@@ -26,7 +26,7 @@ def show(workspace: Path | None, config_file: Path | None, overrides: tuple[str,
     """Print the effective config (defaults < file < REME_* env < --set), validated."""
     settings = load_settings(config_file, overrides)
     if workspace is not None:
-        settings = settings.model_copy(update={"workspace": str(workspace)})
+        settings = settings.model_copy(update={"workspace": Path(workspace).expanduser().resolve()})
     validate_components(settings, load_plugins())
     data = redacted(settings)
     emit(data, as_json, lambda d: yaml.safe_dump(d, sort_keys=False, allow_unicode=True).rstrip())

@@ -76,8 +76,9 @@ def edit_command(
 
 @click.command("frontmatter")
 @click.argument("path")
-@click.option("--set", "assignments", multiple=True, metavar="KEY=VALUE", help="Set a key (YAML value).")
-@click.option("--unset", "removals", multiple=True, metavar="KEY", help="Remove a key.")
+@click.option("--field", "assignments", multiple=True, metavar="KEY=VALUE",
+              help="Set a frontmatter key (value parsed as YAML). Repeatable.")
+@click.option("--remove", "removals", multiple=True, metavar="KEY", help="Remove a key. Repeatable.")
 @hash_option
 @workspace_options
 def frontmatter_command(
@@ -89,7 +90,7 @@ def frontmatter_command(
     for item in assignments:
         keys, value = parse_override(item)
         if len(keys) != 1:
-            raise RemeError(f"--set {item!r}: frontmatter keys are top-level names, not dotted paths")
+            raise RemeError(f"--field {item!r}: frontmatter keys are top-level names, not dotted paths")
         updates[keys[0]] = value
     with opener() as reme:
         if not updates and not removals:
