@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from reme_core.components import ComponentContext
-from reme_core.errors import WorkspaceError
+from reme_core.errors import ConfigError, WorkspaceError
 from reme_core.index.catalog import Catalog
 from reme_core.index.indexer import Indexer, IndexReport
 from reme_core.index.watcher import Watcher
@@ -40,6 +40,10 @@ class Reme:
         self.state_dir.mkdir(exist_ok=True)
         context = ComponentContext(workspace=self.root, state_dir=self.state_dir)
         components = settings.components
+        if components.keyword_index is None:
+            raise ConfigError(
+                "components.keyword_index: search needs a keyword index (default bm25s)"
+            )
         self.keyword = self._build("keyword_index", components.keyword_index, "components.keyword_index", context)
         self.graph = self._build("graph", components.graph, "components.graph", context)
         self.tags = self._build("tag_index", components.tag_index, "components.tag_index", context)
@@ -57,7 +61,9 @@ class Reme:
         self.journal = Journal(self.state_dir)
         self.files = FileTools(
             self.root, journal=self.journal, on_change=self._on_change,
-            inbound_lookup=self._inbound_sources, max_read_bytes=settings.files.max_read_bytes,
+            # Without a graph, the file tools find inbound links by reading the notes.
+            inbound_lookup=self._inbound_sources if self.graph is not None else None,
+            max_read_bytes=settings.files.max_read_bytes,
             max_file_bytes=settings.index.max_file_bytes,
         )
         # The vector arm joins here when an embedding and a file store are configured (next issue).
@@ -127,7 +133,7 @@ class Reme:
         return {
             "workspace": str(self.root),
             **counts,
-            "unresolved_links": len(self.graph.unresolved()),
+            "unresolved_links": len(self.graph.unresolved()) if self.graph is not None else 0,
             "keyword_index": {"name": self.keyword.name, **self.keyword.stats()},
             "vectors": {"available": False, "reason": "no embedding configured"},
             "problems": self.catalog.problems(),
@@ -137,7 +143,8 @@ class Reme:
         with self.indexer.lock:
             self.keyword.flush()
             for component in (self.keyword, self.graph, self.tags, *self.chunkers.values()):
-                component.close()
+                if component is not None:
+                    component.close()
             self.catalog.close()
 
     def __enter__(self) -> Reme:
@@ -148,7 +155,11 @@ class Reme:
 
     # -- wiring ------------------------------------------------------------------------------
 
-    def _build(self, kind: str, selection: ComponentSelection, path: str, context: ComponentContext) -> Any:
+    def _build(
+        self, kind: str, selection: ComponentSelection | None, path: str, context: ComponentContext
+    ) -> Any:
+        if selection is None:  # the feature is turned off in config
+            return None
         cls, settings = resolve_component(self.plugins, kind, selection, path)
         return cls(settings, context)
 

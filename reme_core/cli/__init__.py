@@ -16,11 +16,19 @@ from reme_core.plugins import Plugins, load_plugins
 class RemeGroup(click.Group):
     """Turns RemeError into a one-line message (and a JSON object under --json), no traceback."""
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # Remember the command line this group was invoked with (the outermost group's wins):
+        # sys.argv is not it when the CLI runs in-process (tests, plugins calling cli.main()).
+        ctx.meta.setdefault("reme.args", list(args))
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
         except RemeError as exc:
-            if "--json" in sys.argv[1:]:
+            args = ctx.meta.get("reme.args", sys.argv[1:])
+            options = args[: args.index("--")] if "--" in args else args
+            if "--json" in options:
                 click.echo(json.dumps({"error": {"type": type(exc).__name__, "message": str(exc)}}))
             click.echo(f"error: {exc}", err=True)
             ctx.exit(exc.exit_code)

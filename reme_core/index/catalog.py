@@ -7,7 +7,6 @@ is skipped. It also answers filter queries (status, dates, paths) for the search
 from __future__ import annotations
 
 import datetime as dt
-import fnmatch
 import json
 import sqlite3
 import threading
@@ -15,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from reme_core.schema import Chunk, NoteSummary
+from reme_core.workspace.paths import path_matches
 
 SCHEMA_VERSION = 1
 
@@ -188,7 +188,7 @@ class Catalog:
             notes = self._db.execute("SELECT COUNT(*) FROM notes").fetchone()[0]
             chunks = self._db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
             problems = self._db.execute("SELECT COUNT(*) FROM problems").fetchone()[0]
-        return {"files": notes, "chunks": chunks, "problems": problems}
+        return {"files": notes, "chunks": chunks, "problem_count": problems}
 
     def problems(self) -> dict[str, str]:
         with self._lock:
@@ -210,14 +210,14 @@ class _Transaction:
 
 
 def _matches_any(path: str, patterns: Sequence[str]) -> bool:
-    """A path matches a pattern when it equals it, lies under it as a folder, or matches it as a glob."""
+    """A path matches a pattern when it equals it, lies under it as a folder, or matches it as a glob.
+
+    Globs follow the workspace rules (``*`` stays within one folder, ``**`` crosses folders), the
+    same as ``index.exclude``, so ``daily/*.md`` means the day pages, not every note under daily/.
+    """
     if not patterns:
         return True
-    for pattern in patterns:
-        prefix = pattern.rstrip("/")
-        if path == prefix or path.startswith(prefix + "/") or fnmatch.fnmatchcase(path, pattern):
-            return True
-    return False
+    return path_matches(path, patterns)
 
 
 def _note(row: tuple) -> NoteSummary:

@@ -19,7 +19,7 @@ from reme_core.components import Chunker, Graph, KeywordIndex, TagIndex
 from reme_core.errors import RemeError
 from reme_core.index.catalog import Catalog
 from reme_core.schema import NoteSummary
-from reme_core.workspace import LinkResolver, WorkspacePaths, parse_note
+from reme_core.workspace import LinkResolver, WorkspacePaths, parse_note, path_matches
 
 _DATE_IN_PATH = re.compile(r"(?:^|/)(\d{4}-\d{2}-\d{2})(?:/|\.|$)")
 
@@ -45,8 +45,8 @@ class Indexer:
         *,
         chunkers: Mapping[str, Chunker],
         keyword: KeywordIndex,
-        graph: Graph,
-        tags: TagIndex,
+        graph: Graph | None,
+        tags: TagIndex | None,
         exclude: Sequence[str] = (),
         max_file_bytes: int = 5 * 1024 * 1024,
     ):
@@ -68,7 +68,16 @@ class Indexer:
         posix = PurePosixPath(path)
         if posix.suffix.lower() not in self.chunkers:
             return False
-        return not any(posix.match(g) or _glob_prefix_match(path, g) for g in self.exclude)
+        # Mirror WorkspacePaths.iter_files (the scan), so API writes and watcher events agree
+        # with it: hidden parts are skipped, folders match as "dir" or "dir/", files as a path.
+        parts = posix.parts
+        if any(part.startswith(".") for part in parts):
+            return False
+        for depth in range(1, len(parts)):
+            folder = "/".join(parts[:depth])
+            if path_matches(folder, self.exclude) or path_matches(folder + "/", self.exclude):
+                return False
+        return not path_matches(path, self.exclude)
 
     def scope_files(self) -> list[str]:
         return sorted(self.paths.iter_files(tuple(self.chunkers), self.exclude))
@@ -121,7 +130,7 @@ class Indexer:
             for path in gone:
                 resolver.remove(path)
             report = self._apply(todo, sorted(gone), added=added)
-            report.unchanged = len(known) - len(todo) - len(gone)
+            report.unchanged = len(known) - len(set(todo) - added) - len(gone)
             report.seconds = time.perf_counter() - started
             return report
 
@@ -130,8 +139,10 @@ class Indexer:
         with self.lock:
             self.catalog.clear()
             self.keyword.clear()
-            self.graph.clear()
-            self.tags.clear()
+            if self.graph is not None:
+                self.graph.clear()
+            if self.tags is not None:
+                self.tags.clear()
             return self.scan()
 
     def optimize(self) -> None:
@@ -145,10 +156,11 @@ class Indexer:
         report = IndexReport()
         relink: set[str] = set()
         for path in removed:
-            relink.update(link.source for link in self.graph.inbound(path))
+            if self.graph is not None:
+                relink.update(link.source for link in self.graph.inbound(path))
             self._forget(path)
             report.removed.append(path)
-        if added:
+        if added and self.graph is not None:
             relink.update(link.source for link in self.graph.unresolved())
         for path, data in changed.items():
             problem = self._index_file(path, data)
@@ -175,8 +187,9 @@ class Indexer:
             return str(exc)
         self.catalog.put(summary, chunks)
         self.keyword.upsert(path, chunks)
-        self.tags.set_tags(path, summary.tags)
-        if suffix == ".md":
+        if self.tags is not None:
+            self.tags.set_tags(path, summary.tags)
+        if suffix == ".md" and self.graph is not None:
             self.graph.set_links(path, self._link_resolver().links_for(path, text))
         return None
 
@@ -198,7 +211,7 @@ class Indexer:
 
     def _relink(self, source: str) -> bool:
         data = self._read(source)
-        if data is None:
+        if data is None or self.graph is None:
             return False
         try:
             text = self._decode(source, data)
@@ -210,8 +223,10 @@ class Indexer:
     def _forget(self, path: str) -> None:
         self.catalog.remove(path)
         self.keyword.delete(path)
-        self.graph.remove(path)
-        self.tags.remove(path)
+        if self.graph is not None:
+            self.graph.remove(path)
+        if self.tags is not None:
+            self.tags.remove(path)
 
     def _read(self, path: str) -> bytes | None:
         try:
@@ -241,13 +256,3 @@ class _Unindexable(RemeError):
 
 def _hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def _glob_prefix_match(path: str, pattern: str) -> bool:
-    """``.git/**`` style patterns also exclude the folder's files at any depth."""
-    if pattern.endswith("/**"):
-        folder = pattern[:-3]
-        return path == folder or path.startswith(folder + "/")
-    if pattern == "**/.*":
-        return any(part.startswith(".") for part in PurePosixPath(path).parts)
-    return False
