@@ -37,7 +37,9 @@ class Component:
     name: ClassVar[str]
     Settings: ClassVar[type[ComponentSettings]] = ComponentSettings
 
-    def __init__(self, settings: ComponentSettings | None = None, context: ComponentContext | None = None):
+    def __init__(
+        self, settings: ComponentSettings | None = None, context: ComponentContext | None = None
+    ):
         self.settings = settings if settings is not None else self.Settings()
         self.context = context
 
@@ -74,10 +76,10 @@ class KeywordIndex(Component, ABC):
     def clear(self) -> None:
         """Drop everything (used by reindex)."""
 
-    def optimize(self) -> None:  # noqa: B027 - optional for indexes with nothing to compact
+    def optimize(self) -> None:
         """Compact incremental state into the main structure."""
 
-    def flush(self) -> None:  # noqa: B027 - optional for indexes that write through
+    def flush(self) -> None:
         """Persist pending state to ``state_dir``."""
 
     def stats(self) -> dict[str, Any]:
@@ -175,6 +177,13 @@ COMPONENT_TYPES: dict[str, type[Component]] = {
 """Component type name -> base class. ``command`` is handled apart: it registers click commands."""
 
 Kind = Literal[
-    "llm", "embedding", "file_store", "chunker", "graph", "keyword_index", "tag_index",
-    "agent_wrapper", "step",
+    "llm",
+    "embedding",
+    "file_store",
+    "chunker",
+    "graph",
+    "keyword_index",
+    "tag_index",
+    "agent_wrapper",
+    "step",
 ]

@@ -12,10 +12,16 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
-    import click
-
     from reme_core.components import (
-        AgentWrapper, Chunker, Embedding, FileStore, Graph, KeywordIndex, Llm, Step, TagIndex,
+        AgentWrapper,
+        Chunker,
+        Embedding,
+        FileStore,
+        Graph,
+        KeywordIndex,
+        Llm,
+        Step,
+        TagIndex,
     )
 
 hookspec = pluggy.HookspecMarker("reme")
@@ -76,6 +82,8 @@ def register_commands(register: Callable[..., None]) -> None:
 
 
 HOOK_NAMES: tuple[str, ...] = tuple(
-    name for name, value in list(globals().items()) if name.startswith("register_") and callable(value)
+    name
+    for name, value in list(globals().items())
+    if name.startswith("register_") and callable(value)
 )
 """Every hook a plugin may implement (used by docs and tests)."""

@@ -87,7 +87,11 @@ class Registry(Generic[T]):
         except KeyError:
             available = ", ".join(sorted(self._items)) or "none"
             hint = KNOWN_PROVIDERS.get(name)
-            install = f"install {hint}" if hint else f"the package that provides {name!r} may not be installed"
+            install = (
+                f"install {hint}"
+                if hint
+                else f"the package that provides {name!r} may not be installed"
+            )
             raise UnknownComponentError(
                 f"unknown {self.kind} {name!r} (available: {available}); {install}"
             ) from None
@@ -119,7 +123,12 @@ class PluginInfo:
     modules: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "version": self.version, "hooks": self.hooks, "modules": self.modules}
+        return {
+            "name": self.name,
+            "version": self.version,
+            "hooks": self.hooks,
+            "modules": self.modules,
+        }
 
 
 class Plugins:
@@ -143,7 +152,9 @@ class Plugins:
         self.pm.unregister(name=name)
         self._collected = False
 
-    def load_entry_points(self, blocked: set[str] | None = None, allow: set[str] | None = None) -> None:
+    def load_entry_points(
+        self, blocked: set[str] | None = None, allow: set[str] | None = None
+    ) -> None:
         """Load the ``reme`` entry points, skipping blocked names and, with an allow-list, the rest.
 
         Names match an entry point's name or its distribution's name.
@@ -190,7 +201,9 @@ class Plugins:
         for impl in self.pm.hook.register_commands.get_hookimpls():
             provider = self.provider_name(impl.plugin_name)
 
-            def add_command(command: click.Command, group: str | None = None, _p: str = provider) -> None:
+            def add_command(
+                command: click.Command, group: str | None = None, _p: str = provider
+            ) -> None:
                 if not isinstance(command, click.Command):
                     raise PluginError(f"plugin {_p!r} registered {command!r}, not a click command")
                 self.commands.append(RegisteredCommand(command, group, _p))

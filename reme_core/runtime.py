@@ -18,7 +18,13 @@ from reme_core.plugins import Plugins, load_plugins
 from reme_core.schema import SearchFilters, SearchResponse
 from reme_core.search.arms import KeywordArm
 from reme_core.search.engine import Searcher
-from reme_core.settings import ComponentSelection, Settings, load_settings, resolve_component, validate_components
+from reme_core.settings import (
+    ComponentSelection,
+    Settings,
+    load_settings,
+    resolve_component,
+    validate_components,
+)
 from reme_core.workspace import FileTools, Journal, WorkspacePaths
 
 STATE_DIR = ".reme"
@@ -44,23 +50,34 @@ class Reme:
             raise ConfigError(
                 "components.keyword_index: search needs a keyword index (default bm25s)"
             )
-        self.keyword = self._build("keyword_index", components.keyword_index, "components.keyword_index", context)
+        self.keyword = self._build(
+            "keyword_index", components.keyword_index, "components.keyword_index", context
+        )
         self.graph = self._build("graph", components.graph, "components.graph", context)
         self.tags = self._build("tag_index", components.tag_index, "components.tag_index", context)
         self.chunkers = {
-            suffix.lower(): self._build("chunker", selection, f"components.chunkers[{suffix}]", context)
+            suffix.lower(): self._build(
+                "chunker", selection, f"components.chunkers[{suffix}]", context
+            )
             for suffix, selection in components.chunkers.items()
         }
         self.paths = WorkspacePaths(self.root)
         self.catalog = Catalog(self.state_dir / "catalog.sqlite3")
         self.indexer = Indexer(
-            self.paths, self.catalog, chunkers=self.chunkers, keyword=self.keyword,
-            graph=self.graph, tags=self.tags, exclude=settings.index.exclude,
+            self.paths,
+            self.catalog,
+            chunkers=self.chunkers,
+            keyword=self.keyword,
+            graph=self.graph,
+            tags=self.tags,
+            exclude=settings.index.exclude,
             max_file_bytes=settings.index.max_file_bytes,
         )
         self.journal = Journal(self.state_dir)
         self.files = FileTools(
-            self.root, journal=self.journal, on_change=self._on_change,
+            self.root,
+            journal=self.journal,
+            on_change=self._on_change,
             # Without a graph, the file tools find inbound links by reading the notes.
             inbound_lookup=self._inbound_sources if self.graph is not None else None,
             max_read_bytes=settings.files.max_read_bytes,
@@ -68,8 +85,12 @@ class Reme:
         )
         # The vector arm joins here when an embedding and a file store are configured (next issue).
         self.searcher = Searcher(
-            self.catalog, [KeywordArm(self.keyword)], {"keyword": 1.0}, settings.search,
-            graph=self.graph, tags=self.tags,
+            self.catalog,
+            [KeywordArm(self.keyword)],
+            {"keyword": 1.0},
+            settings.search,
+            graph=self.graph,
+            tags=self.tags,
         )
 
     @classmethod
@@ -85,7 +106,9 @@ class Reme:
         """Load settings (defaults < file < env < overrides), plugins, and open the workspace."""
         settings = load_settings(config_file, overrides, env)
         if workspace is not None:
-            settings = settings.model_copy(update={"workspace": Path(workspace).expanduser().resolve()})
+            settings = settings.model_copy(
+                update={"workspace": Path(workspace).expanduser().resolve()}
+            )
         return cls(settings, plugins or load_plugins())
 
     # -- operations --------------------------------------------------------------------------
@@ -124,7 +147,9 @@ class Reme:
             if on_report:
                 on_report(report)
 
-        watcher = Watcher(self.root, index_batch, debounce=self.settings.index.watch_debounce_seconds)
+        watcher = Watcher(
+            self.root, index_batch, debounce=self.settings.index.watch_debounce_seconds
+        )
         watcher.start()
         return watcher
 

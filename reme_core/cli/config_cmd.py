@@ -18,11 +18,20 @@ def config_group() -> None:
 
 
 @config_group.command("show")
-@click.option("--workspace", "-w", type=click.Path(file_okay=False, path_type=Path), envvar="REME_WORKSPACE")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False, exists=True, path_type=Path), envvar="REME_CONFIG")
+@click.option(
+    "--workspace", "-w", type=click.Path(file_okay=False, path_type=Path), envvar="REME_WORKSPACE"
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    envvar="REME_CONFIG",
+)
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of YAML.")
-def show(workspace: Path | None, config_file: Path | None, overrides: tuple[str, ...], as_json: bool) -> None:
+def show(
+    workspace: Path | None, config_file: Path | None, overrides: tuple[str, ...], as_json: bool
+) -> None:
     """Print the effective config (defaults < file < REME_* env < --set), validated."""
     settings = load_settings(config_file, overrides)
     if workspace is not None:

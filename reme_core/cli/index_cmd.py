@@ -23,8 +23,12 @@ def init_command(directory: Path | None, as_json: bool) -> None:
     root = (directory or Path.cwd()).expanduser().resolve()
     created = init_workspace(root)
     emit(
-        {"workspace": str(root), "created": created}, as_json,
-        lambda r: f"workspace ready at {r['workspace']}" + (f" (created {', '.join(r['created'])})" if r["created"] else ""),
+        {"workspace": str(root), "created": created},
+        as_json,
+        lambda r: (
+            f"workspace ready at {r['workspace']}"
+            + (f" (created {', '.join(r['created'])})" if r["created"] else "")
+        ),
     )
 
 
@@ -89,7 +93,11 @@ def watch_command(opener: Callable[[], Reme], as_json: bool) -> None:
     """Index now, then keep indexing edits made outside reme until interrupted."""
     with opener() as reme:
         emit(reme.index(), as_json, _report_text)
-        watcher = reme.watch(on_report=lambda r: emit(r, as_json, _report_text) if r.indexed or r.removed or r.problems else None)
+        watcher = reme.watch(
+            on_report=lambda r: (
+                emit(r, as_json, _report_text) if r.indexed or r.removed or r.problems else None
+            )
+        )
         click.echo(f"watching {reme.root} (Ctrl-C to stop)", err=True)
         try:
             while True:
@@ -100,4 +108,11 @@ def watch_command(opener: Callable[[], Reme], as_json: bool) -> None:
             watcher.stop()
 
 
-COMMANDS = [init_command, index_command, reindex_command, optimize_command, status_command, watch_command]
+COMMANDS = [
+    init_command,
+    index_command,
+    reindex_command,
+    optimize_command,
+    status_command,
+    watch_command,
+]

@@ -18,18 +18,29 @@ def workspace_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Add --workspace, --config, --set and --json, and pass an opener for the workspace."""
 
     @click.option(
-        "--workspace", "-w", type=click.Path(file_okay=False, path_type=Path), envvar="REME_WORKSPACE",
+        "--workspace",
+        "-w",
+        type=click.Path(file_okay=False, path_type=Path),
+        envvar="REME_WORKSPACE",
         help="Workspace folder (env REME_WORKSPACE, else config `workspace`, else the current folder).",
     )
     @click.option(
-        "--config", "config_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
-        envvar="REME_CONFIG", help="YAML config file (env REME_CONFIG).",
+        "--config",
+        "config_file",
+        type=click.Path(dir_okay=False, exists=True, path_type=Path),
+        envvar="REME_CONFIG",
+        help="YAML config file (env REME_CONFIG).",
     )
-    @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key.")
+    @click.option(
+        "--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key."
+    )
     @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
     @functools.wraps(func)
     def wrapper(
-        workspace: Path | None, config_file: Path | None, overrides: tuple[str, ...], as_json: bool,
+        workspace: Path | None,
+        config_file: Path | None,
+        overrides: tuple[str, ...],
+        as_json: bool,
         **kwargs: Any,
     ) -> Any:
         def opener() -> Reme:

@@ -27,26 +27,43 @@ def _date(_: click.Context, param: click.Parameter, value: str | None) -> dt.dat
 @click.argument("query")
 @click.option("--limit", "-n", type=int, help="Number of hits (default: search.limit).")
 @click.option("--min-score", type=float, help="Drop hits below this fused score (0..1).")
-@click.option("--path", "paths", multiple=True, help="Only under this folder or matching this glob.")
+@click.option(
+    "--path", "paths", multiple=True, help="Only under this folder or matching this glob."
+)
 @click.option("--tag", "tags", multiple=True, help="Only notes with this tag (repeat for more).")
 @click.option("--all-tags", is_flag=True, help="Require every --tag instead of any.")
 @click.option("--since", callback=_date, help="Only notes dated on or after YYYY-MM-DD.")
 @click.option("--until", callback=_date, help="Only notes dated on or before YYYY-MM-DD.")
-@click.option("--status", "statuses", multiple=True, help="Note status to include (default: active).")
+@click.option(
+    "--status", "statuses", multiple=True, help="Note status to include (default: active)."
+)
 @click.option("--no-expand", is_flag=True, help="Skip one-hop link expansion.")
 @click.option("--no-sync", is_flag=True, help="Skip the incremental index pass before searching.")
 @workspace_options
 def search_command(
-    opener: Callable[[], Reme], as_json: bool, query: str, limit: int | None, min_score: float | None,
-    paths: tuple[str, ...], tags: tuple[str, ...], all_tags: bool, since: dt.date | None,
-    until: dt.date | None, statuses: tuple[str, ...], no_expand: bool, no_sync: bool,
+    opener: Callable[[], Reme],
+    as_json: bool,
+    query: str,
+    limit: int | None,
+    min_score: float | None,
+    paths: tuple[str, ...],
+    tags: tuple[str, ...],
+    all_tags: bool,
+    since: dt.date | None,
+    until: dt.date | None,
+    statuses: tuple[str, ...],
+    no_expand: bool,
+    no_sync: bool,
 ) -> None:
     """Search the workspace (keyword arm; fused scores 0..1; filters applied inside each arm)."""
     with opener() as reme:
         try:
             filters = SearchFilters(
-                paths=list(paths), tags=list(tags), tag_mode="all" if all_tags else "any",
-                since=since, until=until,
+                paths=list(paths),
+                tags=list(tags),
+                tag_mode="all" if all_tags else "any",
+                since=since,
+                until=until,
                 statuses=list(statuses) if statuses else list(reme.settings.search.statuses),
             )
         except ValidationError as exc:
@@ -60,7 +77,10 @@ def search_command(
 
 
 def _text(response: SearchResponse) -> str:
-    lines = [f"arms: {', '.join(response.arms)}" + (f"  degraded: {response.degraded}" if response.degraded else "")]
+    lines = [
+        f"arms: {', '.join(response.arms)}"
+        + (f"  degraded: {response.degraded}" if response.degraded else "")
+    ]
     if not response.hits:
         lines.append("no hits")
     for hit in response.hits:

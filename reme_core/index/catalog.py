@@ -60,7 +60,8 @@ class Catalog:
         self._db.execute("PRAGMA foreign_keys=ON")
         self._db.executescript(_SCHEMA)
         self._db.execute(
-            "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+            "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
+            (str(SCHEMA_VERSION),),
         )
         self.generation = 0
         """Bumped on every change, so callers can cache answers derived from the catalog."""
@@ -79,15 +80,24 @@ class Catalog:
                 "INSERT OR REPLACE INTO notes(path, content_hash, size, name, description, status,"
                 " date, tags, frontmatter) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    note.path, note.content_hash, note.size, note.name, note.description,
-                    note.status, note.date.isoformat() if note.date else None,
-                    json.dumps(note.tags), json.dumps(note.frontmatter, default=str),
+                    note.path,
+                    note.content_hash,
+                    note.size,
+                    note.name,
+                    note.description,
+                    note.status,
+                    note.date.isoformat() if note.date else None,
+                    json.dumps(note.tags),
+                    json.dumps(note.frontmatter, default=str),
                 ),
             )
             self._db.executemany(
                 "INSERT INTO chunks(id, path, ordinal, start_line, end_line, heading, text)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(c.id, c.path, c.ordinal, c.start_line, c.end_line, c.heading, c.text) for c in chunks],
+                [
+                    (c.id, c.path, c.ordinal, c.start_line, c.end_line, c.heading, c.text)
+                    for c in chunks
+                ],
             )
             self._db.execute("DELETE FROM problems WHERE path = ?", (note.path,))
             self.generation += 1
@@ -109,7 +119,7 @@ class Catalog:
     def clear(self) -> None:
         with self._lock, self._tx():
             for table in ("chunks", "notes", "problems"):
-                self._db.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed table names
+                self._db.execute(f"DELETE FROM {table}")
             self.generation += 1
 
     # -- reads -------------------------------------------------------------------------------
@@ -130,7 +140,7 @@ class Catalog:
             for start in range(0, len(wanted), 500):
                 batch = wanted[start : start + 500]
                 marks = ",".join("?" * len(batch))
-                for row in self._db.execute(f"SELECT * FROM notes WHERE path IN ({marks})", batch):  # noqa: S608
+                for row in self._db.execute(f"SELECT * FROM notes WHERE path IN ({marks})", batch):
                     found[row[0]] = _note(row)
         return found
 
@@ -142,13 +152,17 @@ class Catalog:
                 marks = ",".join("?" * len(batch))
                 rows = self._db.execute(
                     "SELECT id, path, ordinal, start_line, end_line, heading, text FROM chunks"
-                    f" WHERE id IN ({marks})",  # noqa: S608
+                    f" WHERE id IN ({marks})",
                     batch,
                 )
                 for cid, path, ordinal, start_line, end_line, heading, text in rows:
                     found[cid] = Chunk(
-                        path=path, ordinal=ordinal, start_line=start_line, end_line=end_line,
-                        heading=heading, text=text,
+                        path=path,
+                        ordinal=ordinal,
+                        start_line=start_line,
+                        end_line=end_line,
+                        heading=heading,
+                        text=text,
                     )
         return found
 
@@ -174,7 +188,7 @@ class Catalog:
             clauses.append("n.date <= ?")
             params.append(until.isoformat())
         where = " AND ".join(clauses) or "1"
-        sql = f"SELECT c.id, c.path FROM chunks c JOIN notes n ON n.path = c.path WHERE {where}"  # noqa: S608
+        sql = f"SELECT c.id, c.path FROM chunks c JOIN notes n ON n.path = c.path WHERE {where}"
         with self._lock:
             rows = self._db.execute(sql, params).fetchall()
         return {
@@ -223,7 +237,13 @@ def _matches_any(path: str, patterns: Sequence[str]) -> bool:
 def _note(row: tuple) -> NoteSummary:
     path, content_hash, size, name, description, status, date, tags, frontmatter = row
     return NoteSummary(
-        path=path, content_hash=content_hash, size=size, name=name, description=description,
-        status=status, date=dt.date.fromisoformat(date) if date else None,
-        tags=json.loads(tags), frontmatter=json.loads(frontmatter),
+        path=path,
+        content_hash=content_hash,
+        size=size,
+        name=name,
+        description=description,
+        status=status,
+        date=dt.date.fromisoformat(date) if date else None,
+        tags=json.loads(tags),
+        frontmatter=json.loads(frontmatter),
     )

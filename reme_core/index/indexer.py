@@ -11,7 +11,7 @@ import re
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 from pydantic import BaseModel, Field
 
@@ -152,7 +152,9 @@ class Indexer:
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _apply(self, changed: Mapping[str, bytes], removed: Sequence[str], added: set[str]) -> IndexReport:
+    def _apply(
+        self, changed: Mapping[str, bytes], removed: Sequence[str], added: set[str]
+    ) -> IndexReport:
         report = IndexReport()
         relink: set[str] = set()
         for path in removed:
@@ -236,13 +238,17 @@ class Indexer:
 
     def _decode(self, path: str, data: bytes) -> str:
         if len(data) > self.max_file_bytes:
-            raise _Unindexable(f"{path}: {len(data)} bytes is over index.max_file_bytes ({self.max_file_bytes})")
+            raise _Unindexable(
+                f"{path}: {len(data)} bytes is over index.max_file_bytes ({self.max_file_bytes})"
+            )
         if b"\x00" in data[:8192]:
             raise _Unindexable(f"{path}: binary file (NUL bytes), not indexed")
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise _Unindexable(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+            raise _Unindexable(
+                f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+            ) from None
 
     def _link_resolver(self) -> LinkResolver:
         if self._resolver is None:

@@ -65,7 +65,7 @@ class Watcher(FileSystemEventHandler):
             return
         try:
             self.on_batch(batch)
-        except Exception as exc:  # noqa: BLE001 - a bad file must not kill the watcher thread
+        except Exception as exc:
             self.errors.append(f"{type(exc).__name__}: {exc}")
 
     def _relative(self, raw: str | bytes) -> str | None:
@@ -73,7 +73,11 @@ class Watcher(FileSystemEventHandler):
             return None
         path = Path(raw.decode() if isinstance(raw, bytes) else raw)
         try:
-            relative = path.resolve().relative_to(self.root) if path.exists() else path.relative_to(self.root)
+            relative = (
+                path.resolve().relative_to(self.root)
+                if path.exists()
+                else path.relative_to(self.root)
+            )
         except ValueError:
             return None
         parts = relative.parts

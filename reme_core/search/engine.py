@@ -43,7 +43,7 @@ class Searcher:
         self.graph = graph
         self.tags = tags
         self.degraded = list(degraded or [])
-        self._allowed_cache: OrderedDict[tuple[str, int], set[str]] = OrderedDict()
+        self._allowed_cache: OrderedDict[tuple[str, int], tuple[set[str], set[str]]] = OrderedDict()
 
     def search(
         self,
@@ -65,7 +65,7 @@ class Searcher:
         filters = filters or SearchFilters(statuses=list(self.config.statuses))
         expand = self.config.link_expansion if expand is None else expand
 
-        allowed = self._allowed(filters)
+        allowed, allowed_paths = self._allowed(filters)
         candidates = min(limit * self.config.candidate_multiplier, self.config.candidate_cap)
         ranked = self._run_arms(query, max(candidates, limit), allowed)
         fused = reciprocal_rank_fusion(ranked, self.weights, self.config.rrf_k)
@@ -81,17 +81,25 @@ class Searcher:
             note = notes.get(chunk.path)
             hits.append(
                 SearchHit(
-                    chunk_id=f.chunk_id, path=chunk.path, start_line=chunk.start_line,
-                    end_line=chunk.end_line, score=round(f.score, 6), text=chunk.text,
-                    heading=chunk.heading, name=note.name if note else None, arm_ranks=f.ranks,
+                    chunk_id=f.chunk_id,
+                    path=chunk.path,
+                    start_line=chunk.start_line,
+                    end_line=chunk.end_line,
+                    score=round(f.score, 6),
+                    text=chunk.text,
+                    heading=chunk.heading,
+                    name=note.name if note else None,
+                    arm_ranks=f.ranks,
                 )
             )
         linked = []
         if expand and self.graph is not None and hits:
-            allowed_paths = {chunk_path(cid) for cid in allowed}
             linked = expand_links(
-                [h.path for h in hits], self.graph, limit_each=self.config.expansion_limit,
-                allowed=allowed_paths.__contains__, describe=self.catalog.notes,
+                [h.path for h in hits],
+                self.graph,
+                limit_each=self.config.expansion_limit,
+                allowed=allowed_paths.__contains__,
+                describe=self.catalog.notes,
             )
         return SearchResponse(
             query=query, hits=hits, linked=linked, arms=list(ranked), degraded=self.degraded
@@ -102,17 +110,24 @@ class Searcher:
             arm = self.arms[0]
             return {arm.name: arm.rank(query, candidates, allowed)}
         with ThreadPoolExecutor(max_workers=len(self.arms)) as pool:
-            futures = {arm.name: pool.submit(arm.rank, query, candidates, allowed) for arm in self.arms}
+            futures = {
+                arm.name: pool.submit(arm.rank, query, candidates, allowed) for arm in self.arms
+            }
             return {name: future.result() for name, future in futures.items()}
 
-    def _allowed(self, filters: SearchFilters) -> set[str]:
-        # Filter sets only change when the catalog does; repeated queries reuse them.
+    def _allowed(self, filters: SearchFilters) -> tuple[set[str], set[str]]:
+        """Chunk ids and note paths passing ``filters``.
+
+        Filter sets only change when the catalog does, so repeated queries reuse them; the same set
+        object is handed to the arms each time, which lets them cache what they derive from it.
+        """
         key = (filters.model_dump_json(), self.catalog.generation)
         if key in self._allowed_cache:
             self._allowed_cache.move_to_end(key)
             return self._allowed_cache[key]
         allowed = allowed_chunk_ids(filters, self.catalog, self.tags)
-        self._allowed_cache[key] = allowed
+        entry = (allowed, {chunk_path(cid) for cid in allowed})
+        self._allowed_cache[key] = entry
         while len(self._allowed_cache) > 8:
             self._allowed_cache.popitem(last=False)
-        return allowed
+        return entry

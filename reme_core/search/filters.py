@@ -8,14 +8,14 @@ from reme_core.index.catalog import Catalog
 from reme_core.schema import SearchFilters
 
 
-def allowed_chunk_ids(
-    filters: SearchFilters, catalog: Catalog, tags: TagIndex | None
-) -> set[str]:
+def allowed_chunk_ids(filters: SearchFilters, catalog: Catalog, tags: TagIndex | None) -> set[str]:
     """Chunk ids passing every filter. Filters that cannot be honoured raise, never widen."""
     if filters.since and filters.until and filters.since > filters.until:
         raise SearchError(f"--since {filters.since} is after --until {filters.until}")
     if not filters.statuses:
-        raise SearchError("status filter is empty: name at least one of active, archived, superseded")
+        raise SearchError(
+            "status filter is empty: name at least one of active, archived, superseded"
+        )
     tagged: set[str] | None = None
     if filters.tags:
         if tags is None:

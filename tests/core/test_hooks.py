@@ -73,8 +73,14 @@ def register_commands(register):
 @pytest.fixture
 def plugins() -> Plugins:
     module = types.ModuleType("fake_everything")
-    for hook in (register_llms, register_embeddings, register_file_stores, register_agent_wrappers,
-                 register_steps, register_commands):
+    for hook in (
+        register_llms,
+        register_embeddings,
+        register_file_stores,
+        register_agent_wrappers,
+        register_steps,
+        register_commands,
+    ):
         setattr(module, hook.__name__, hook)
     manager = Plugins()
     manager.register(module, name="fake_everything")

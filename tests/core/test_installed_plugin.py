@@ -39,7 +39,9 @@ def test_requirements_pin_the_plugin(installed: None):
 
 def test_its_components_and_command_are_usable(installed: None):
     plugins = load_plugins()
-    assert plugins.registry("chunker").entry("whole_file").provider.startswith("reme-plugin-example")
+    assert (
+        plugins.registry("chunker").entry("whole_file").provider.startswith("reme-plugin-example")
+    )
     attach_plugin_commands(cli, plugins)
     try:
         result = CliRunner().invoke(cli, ["example-hello"])

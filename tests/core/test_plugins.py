@@ -150,7 +150,9 @@ class _FakeEntryPoint:
         return self._module
 
 
-def _fake_entry_points(monkeypatch: pytest.MonkeyPatch, entry_points: list[_FakeEntryPoint]) -> None:
+def _fake_entry_points(
+    monkeypatch: pytest.MonkeyPatch, entry_points: list[_FakeEntryPoint]
+) -> None:
     dists = {ep.dist.name: ep.dist for ep in entry_points}
     for dist in dists.values():
         dist.entry_points = [ep for ep in entry_points if ep.dist is dist]
@@ -197,7 +199,9 @@ def test_blocked_and_allow_listed_plugins(monkeypatch: pytest.MonkeyPatch):
 
 def test_entry_point_name_clash_warns(monkeypatch: pytest.MonkeyPatch):
     first = _FakeEntryPoint("same", _chunker_plugin("one", LineChunker), _FakeDist("reme-one", "1"))
-    second = _FakeEntryPoint("same", _chunker_plugin("two", LineChunker), _FakeDist("reme-two", "1"))
+    second = _FakeEntryPoint(
+        "same", _chunker_plugin("two", LineChunker), _FakeDist("reme-two", "1")
+    )
     _fake_entry_points(monkeypatch, [first, second])
     with pytest.warns(UserWarning, match="reme-one"):
         load_plugins()

@@ -6,7 +6,6 @@ import itertools
 import json
 
 import pytest
-from tests.conformance.chunker import CJK_RUN, ChunkerConformance, Sample
 from pydantic import ValidationError
 
 from reme_core.components import Chunker
@@ -16,6 +15,7 @@ from reme_plugins import chunker_jsonl, chunker_markdown, chunker_text
 from reme_plugins.chunker_jsonl import JsonlTranscriptChunker
 from reme_plugins.chunker_markdown import MarkdownChunker
 from reme_plugins.chunker_text import PlainTextChunker
+from tests.conformance.chunker import CJK_RUN, ChunkerConformance, Sample
 
 
 def lines_of(text: str, chunk: Chunk) -> str:

@@ -6,7 +6,6 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from tests.conformance.graph import GraphConformance, link
 from pydantic import ValidationError
 
 from reme_core.components import ComponentContext
@@ -14,6 +13,7 @@ from reme_core.errors import PluginError, RemeError
 from reme_core.plugins import Plugins
 from reme_plugins import graph_sqlite
 from reme_plugins.graph_sqlite import SqliteGraph
+from tests.conformance.graph import GraphConformance, link
 
 
 def _context(tmp_path: Path) -> ComponentContext:

@@ -6,7 +6,6 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from tests.conformance.tag_index import TagIndexConformance
 from pydantic import ValidationError
 
 from reme_core.components import ComponentContext
@@ -14,6 +13,7 @@ from reme_core.errors import PluginError, RemeError
 from reme_core.plugins import Plugins
 from reme_plugins import tag_sqlite
 from reme_plugins.tag_sqlite import SqliteTagIndex, normalise_tag
+from tests.conformance.tag_index import TagIndexConformance
 
 
 def _context(tmp_path: Path) -> ComponentContext:

@@ -15,7 +15,11 @@ class WholeFileChunker(Chunker):
     def chunk(self, path: str, text: str) -> list[Chunk]:
         if not text.strip():
             return []
-        return [Chunk(path=path, ordinal=0, start_line=1, end_line=max(1, text.count("\n") + 1), text=text)]
+        return [
+            Chunk(
+                path=path, ordinal=0, start_line=1, end_line=max(1, text.count("\n") + 1), text=text
+            )
+        ]
 
 
 @click.command("example-hello")
