@@ -15,7 +15,7 @@ from reme_core.index.catalog import Catalog
 from reme_core.index.indexer import Indexer, IndexReport
 from reme_core.index.watcher import Watcher
 from reme_core.plugins import Plugins, load_plugins
-from reme_core.schema import SearchFilters, SearchResponse
+from reme_core.schema import Link, SearchFilters, SearchResponse
 from reme_core.search.arms import KeywordArm
 from reme_core.search.engine import Searcher
 from reme_core.settings import (
@@ -152,6 +152,20 @@ class Reme:
         )
         watcher.start()
         return watcher
+
+    def links(self, path: str) -> dict[str, list[Link]]:
+        """Links written in ``path`` (resolved or not) and resolved links from other notes to it."""
+        if self.graph is None:
+            raise ConfigError("components.graph is null: link tracking is off")
+        with self.indexer.lock:
+            return {"outbound": self.graph.outbound(path), "inbound": self.graph.inbound(path)}
+
+    def unresolved_links(self) -> list[Link]:
+        """Every wikilink whose target is missing or ambiguous."""
+        if self.graph is None:
+            raise ConfigError("components.graph is null: link tracking is off")
+        with self.indexer.lock:
+            return self.graph.unresolved()
 
     def status(self) -> dict[str, Any]:
         counts = self.catalog.counts()
