@@ -25,7 +25,7 @@ from bm25s import stopwords as bm25s_stopwords
 
 from reme_core.errors import ConfigError
 
-TOKENIZER_VERSION = 1
+TOKENIZER_VERSION = 2
 """Bumped whenever the output for the same text changes, so stored indexes know to rebuild."""
 
 MAX_TOKEN_LENGTH = 100
@@ -125,8 +125,12 @@ class Tokenizer:
             parts = [p for p in _PART_SPLIT_RE.split(word) if p]
             if not parts:  # only joiners, e.g. a "___" rule line
                 continue
-            if parts != [word]:
-                # An identifier: keep it whole, unstemmed, and add its parts below.
+            if parts != [word] and not (
+                len(parts) > 1 and "-" in word and all(p.isalpha() for p in parts)
+            ):
+                # An identifier: keep it whole, unstemmed, and add its parts below. A hyphenated
+                # compound of plain words ("wi-fi", "on-call") is just its words: counting it
+                # three times would outweigh every other query word.
                 tokens.append(word)
             for part in parts:
                 if part in stop:
