@@ -11,12 +11,10 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from pydantic import field_validator
-
 from reme_core import hookimpl
 from reme_core.components import ComponentContext, ComponentSettings, Graph
 from reme_core.schema import Link
-from reme_plugins.sqlite_util import LockedDb, check_filename, open_db, state_file
+from reme_plugins.sqlite_util import LockedDb, SqliteFileSettings, open_db, state_file
 
 SCHEMA_VERSION = 1
 
@@ -47,14 +45,8 @@ class SqliteGraph(Graph):
 
     name: ClassVar[str] = "sqlite"
 
-    class Settings(ComponentSettings):
+    class Settings(SqliteFileSettings):
         filename: str = "graph.sqlite3"
-        """Database file name inside the workspace's ``.reme/`` folder."""
-
-        @field_validator("filename")
-        @classmethod
-        def _plain_name(cls, value: str) -> str:
-            return check_filename(value)
 
     settings: Settings
 

@@ -8,7 +8,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from reme_core.components import ComponentContext
+from pydantic import field_validator
+
+from reme_core.components import ComponentContext, ComponentSettings
 from reme_core.errors import PluginError, RemeError
 
 
@@ -102,3 +104,15 @@ def check_filename(value: str) -> str:
     if not value or value in (".", "..") or "/" in value or "\\" in value:
         raise ValueError(f"must be a plain file name inside the state folder, got {value!r}")
     return value
+
+
+class SqliteFileSettings(ComponentSettings):
+    """Settings of a component kept in one SQLite file under ``.reme/``; subclasses set the default."""
+
+    filename: str
+    """Database file name inside the workspace's ``.reme/`` folder."""
+
+    @field_validator("filename")
+    @classmethod
+    def _plain_name(cls, value: str) -> str:
+        return check_filename(value)

@@ -14,11 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, Literal
 
-from pydantic import field_validator
-
 from reme_core import hookimpl
 from reme_core.components import ComponentContext, ComponentSettings, TagIndex
-from reme_plugins.sqlite_util import LockedDb, check_filename, open_db, state_file
+from reme_plugins.sqlite_util import LockedDb, SqliteFileSettings, open_db, state_file
 
 SCHEMA_VERSION = 1
 
@@ -42,14 +40,8 @@ class SqliteTagIndex(TagIndex):
 
     name: ClassVar[str] = "sqlite"
 
-    class Settings(ComponentSettings):
+    class Settings(SqliteFileSettings):
         filename: str = "tags.sqlite3"
-        """Database file name inside the workspace's ``.reme/`` folder."""
-
-        @field_validator("filename")
-        @classmethod
-        def _plain_name(cls, value: str) -> str:
-            return check_filename(value)
 
     settings: Settings
 
