@@ -16,19 +16,18 @@ changes drops the lower layer's ``settings`` (they belonged to the other impleme
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, tzinfo
 from pathlib import Path
-from types import NoneType, UnionType
-from typing import TYPE_CHECKING, Any, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from reme_core.config_errors import KeyPath, describe, dotted, source_of, suggest
 from reme_core.errors import ConfigError, UnknownComponentError
 from reme_core.schema import NoteStatus
 
@@ -40,8 +39,6 @@ ENV_DELIMITER = "__"
 CONFIG_ENV_VAR = "REME_CONFIG"
 NON_CONFIG_ENV_VARS = frozenset({CONFIG_ENV_VAR, "REME_LOAD_PLUGINS", "REME_BLOCK_PLUGINS"})
 SECRET_WORDS = ("key", "token", "secret", "password")
-
-KeyPath = tuple[str | int, ...]
 
 
 class _Strict(BaseModel):
@@ -240,12 +237,12 @@ def load_settings(
     # BaseSettings quietly drops top-level "_..." keys (its init options such as _env_file).
     for key in merged:
         if key.startswith("_"):
-            source = _source_of((key,), origin)
-            raise ConfigError(f"{key}: unknown key{_suggest(Settings, (key,))} [from {source}]")
+            source = source_of((key,), origin)
+            raise ConfigError(f"{key}: unknown key{suggest(Settings, (key,))} [from {source}]")
     try:
         return Settings.model_validate(merged)
     except ValidationError as exc:
-        raise ConfigError(_describe(exc, Settings, (), origin)) from None
+        raise ConfigError(describe(exc, Settings, (), origin)) from None
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
@@ -371,90 +368,6 @@ def _paths(prefix: KeyPath, value: Any) -> Iterator[KeyPath]:
             yield from _paths((*prefix, key), sub)
 
 
-# -- error messages --------------------------------------------------------------------------
-
-
-def dotted(loc: Sequence[str | int]) -> str:
-    """Format a key path: ``components.chunkers[.md].name``, ``search.statuses[1]``."""
-    out = ""
-    for part in loc:
-        if isinstance(part, int) or "." in str(part) or not str(part):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out
-
-
-def _describe(
-    exc: ValidationError, model: type[BaseModel], prefix: KeyPath, origin: Mapping[KeyPath, str]
-) -> str:
-    lines = []
-    for err in exc.errors():
-        loc = tuple(err["loc"])
-        path = dotted((*prefix, *loc))
-        if err["type"] == "extra_forbidden":
-            problem = "unknown key" + _suggest(model, loc)
-        elif err["type"] == "missing":
-            problem = "required key is missing"
-        else:
-            msg = err["msg"].removeprefix("Value error, ")
-            got = _short(err.get("input"))
-            problem = msg if got in msg else f"{msg} (got {got})"
-        source = _source_of(loc, origin)
-        lines.append(f"{path}: {problem}" + (f" [from {source}]" if source else ""))
-    if len(lines) == 1:
-        return lines[0]
-    return "invalid configuration:\n  " + "\n  ".join(lines)
-
-
-def _suggest(model: type[BaseModel], loc: KeyPath) -> str:
-    parent = _model_at(model, loc[:-1])
-    if parent is None:
-        return ""
-    names = list(parent.model_fields)
-    close = difflib.get_close_matches(str(loc[-1]), names, n=1)
-    if close:
-        return f" (did you mean {close[0]!r}?)"
-    return f" (known keys: {', '.join(names)})"
-
-
-def _model_at(model: type[BaseModel], loc: KeyPath) -> type[BaseModel] | None:
-    tp: Any = model
-    for part in loc:
-        tp = _unwrap_optional(tp)
-        if isinstance(tp, type) and issubclass(tp, BaseModel):
-            field = tp.model_fields.get(str(part))
-            if field is None:
-                return None
-            tp = field.annotation
-        elif get_origin(tp) is dict:
-            tp = get_args(tp)[1]
-        else:
-            return None
-    tp = _unwrap_optional(tp)
-    return tp if isinstance(tp, type) and issubclass(tp, BaseModel) else None
-
-
-def _unwrap_optional(tp: Any) -> Any:
-    if get_origin(tp) in (Union, UnionType):
-        args = [a for a in get_args(tp) if a is not NoneType]
-        if len(args) == 1:
-            return args[0]
-    return tp
-
-
-def _source_of(loc: KeyPath, origin: Mapping[KeyPath, str]) -> str | None:
-    for end in range(len(loc), -1, -1):
-        if loc[:end] in origin:
-            return origin[loc[:end]]
-    return None
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
 # -- components ------------------------------------------------------------------------------
 
 COMPONENT_KINDS: dict[str, str] = {
@@ -481,7 +394,7 @@ def resolve_component(
     try:
         return cls, settings_model.model_validate(selection.settings)
     except ValidationError as exc:
-        message = _describe(exc, settings_model, (), {})
+        message = describe(exc, settings_model, (), {})
         if "\n" in message:
             message = message.replace("\n  ", f"\n  {path}.settings.")
         else:
