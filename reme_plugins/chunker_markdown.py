@@ -51,9 +51,13 @@ def frontmatter(lines: list[str]) -> tuple[int, str]:
     return 0, ""  # never closed: not frontmatter, index it as text
 
 
+# libyaml's loader when PyYAML was built with it: the pure-Python one was half of indexing time.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _name(block: str) -> str:
     try:
-        data = yaml.safe_load(block)
+        data = yaml.load(block, Loader=_YAML_LOADER)
     except Exception:  # a bad frontmatter must not stop indexing; the catalog reports it
         return ""
     name = data.get("name") if isinstance(data, dict) else None
