@@ -7,16 +7,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from reme_core.components import ComponentContext
 from reme_core.errors import ConfigError, WorkspaceError
 from reme_core.index.catalog import Catalog
+from reme_core.index.embedding_cache import EmbeddingCache
 from reme_core.index.indexer import Indexer, IndexReport
+from reme_core.index.vectors import Progress, VectorIndex
 from reme_core.index.watcher import Watcher
 from reme_core.plugins import Plugins, load_plugins
 from reme_core.schema import Link, SearchFilters, SearchResponse
-from reme_core.search.arms import KeywordArm
+from reme_core.search.arms import KeywordArm, SearchArm, VectorArm
 from reme_core.search.engine import Searcher
 from reme_core.settings import (
     ComponentSelection,
@@ -28,6 +30,7 @@ from reme_core.settings import (
 from reme_core.workspace import FileTools, Journal, WorkspacePaths
 
 STATE_DIR = ".reme"
+VectorMode = Literal["wait", "background", "skip"]
 
 
 class Reme:
@@ -83,14 +86,16 @@ class Reme:
             max_read_bytes=settings.files.max_read_bytes,
             max_file_bytes=settings.index.max_file_bytes,
         )
-        # The vector arm joins here when an embedding and a file store are configured (next issue).
+        self.vectors = self._build_vectors(context)
+        self.indexer.vectors = self.vectors
+        arms: list[SearchArm] = [KeywordArm(self.keyword)]
+        weights = {"keyword": 1.0}
+        if self.vectors is not None:
+            vector_weight = settings.search.vector_weight
+            arms.append(VectorArm(self.vectors))
+            weights = {"keyword": 1.0 - vector_weight, "vector": vector_weight}
         self.searcher = Searcher(
-            self.catalog,
-            [KeywordArm(self.keyword)],
-            {"keyword": 1.0},
-            settings.search,
-            graph=self.graph,
-            tags=self.tags,
+            self.catalog, arms, weights, settings.search, graph=self.graph, tags=self.tags
         )
 
     @classmethod
@@ -113,17 +118,31 @@ class Reme:
 
     # -- operations --------------------------------------------------------------------------
 
-    def index(self) -> IndexReport:
-        """Incremental index of the whole workspace."""
-        return self.indexer.scan()
+    def index(self, vectors: VectorMode = "wait", progress: Progress | None = None) -> IndexReport:
+        """Incremental index of the whole workspace.
 
-    def reindex(self) -> IndexReport:
-        """Rebuild every projection from the notes."""
-        return self.indexer.rebuild()
+        ``vectors``: ``"wait"`` embeds what changed before returning (``progress(done, total)``
+        is called per batch), ``"background"`` embeds on a thread while keyword search already
+        serves, ``"skip"`` leaves it for later (search says how much is embedded).
+        """
+        report = self.indexer.scan()
+        self._update_vectors(vectors, progress)
+        return report
+
+    def reindex(
+        self, vectors: VectorMode = "wait", progress: Progress | None = None
+    ) -> IndexReport:
+        """Rebuild every projection from the notes (cached embeddings are reused)."""
+        report = self.indexer.rebuild()
+        self._update_vectors(vectors, progress)
+        return report
 
     def optimize(self) -> None:
-        """Fold incremental index state into the main structures."""
+        """Fold incremental index state into the main structures; build the vector index."""
         self.indexer.optimize()
+        if self.vectors is not None and self.vectors.available:
+            with self.indexer.lock:
+                self.vectors.store.optimize()
 
     def search(
         self,
@@ -174,11 +193,18 @@ class Reme:
             **counts,
             "unresolved_links": len(self.graph.unresolved()) if self.graph is not None else 0,
             "keyword_index": {"name": self.keyword.name, **self.keyword.stats()},
-            "vectors": {"available": False, "reason": "no embedding configured"},
+            "vectors": (
+                self.vectors.status()
+                if self.vectors is not None
+                else {"state": "off", "reason": "components.embedding is null"}
+            ),
             "problems": self.catalog.problems(),
         }
 
     def close(self) -> None:
+        if self.vectors is not None:
+            self.vectors.close()  # stops a background pass first; pending work resumes next time
+            self.embedding_cache.close()
         with self.indexer.lock:
             self.keyword.flush()
             for component in (self.keyword, self.graph, self.tags, *self.chunkers.values()):
@@ -201,6 +227,37 @@ class Reme:
             return None
         cls, settings = resolve_component(self.plugins, kind, selection, path)
         return cls(settings, context)
+
+    def _build_vectors(self, context: ComponentContext) -> VectorIndex | None:
+        components = self.settings.components
+        if components.embedding is None and components.file_store is None:
+            return None
+        if components.embedding is None or components.file_store is None:
+            missing = "embedding" if components.embedding is None else "file_store"
+            raise ConfigError(
+                f"components.{missing}: vectors need both an embedding and a file_store "
+                "(set both to null for keyword-only search)"
+            )
+        embedding = self._build("embedding", components.embedding, "components.embedding", context)
+        store = self._build("file_store", components.file_store, "components.file_store", context)
+        self.embedding_cache = EmbeddingCache(self.state_dir / "embeddings.sqlite3")
+        vectors = VectorIndex(
+            embedding,
+            store,
+            self.embedding_cache,
+            self.catalog,
+            candidate_cap=self.settings.search.candidate_cap,
+        )
+        vectors.open()  # a failure is reported by status and search, not raised: keywords still work
+        return vectors
+
+    def _update_vectors(self, mode: VectorMode, progress: Progress | None) -> None:
+        if self.vectors is None or mode == "skip":
+            return
+        if mode == "background":
+            self.vectors.reconcile_in_background()
+        else:
+            self.vectors.reconcile(progress)
 
     def _on_change(self, changed: list[str], removed: list[str]) -> None:
         # Read-your-writes: the write call returns only after its file is searchable.

@@ -205,5 +205,5 @@ def test_status_reports_counts_and_components(reme: Reme, workspace: Path) -> No
     assert status["chunks"] == status["keyword_index"]["chunks"] > 15
     assert status["keyword_index"]["name"] == "bm25s"
     assert status["unresolved_links"] == 1  # [[digest/wiki/load-balancer]] in the example
-    assert status["vectors"]["available"] is False
+    assert status["vectors"]["state"] == "off"
     assert status["problems"] == {}

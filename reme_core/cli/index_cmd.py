@@ -46,7 +46,12 @@ def _report_text(report: IndexReport) -> str:
 def index_command(opener: Callable[[], Reme], as_json: bool) -> None:
     """Index what changed since the last run (by content hash)."""
     with opener() as reme:
-        emit(reme.index(), as_json, _report_text)
+        emit(reme.index(progress=_progress), as_json, _report_text)
+
+
+def _progress(done: int, total: int) -> None:
+    """Embedding progress on stderr, one updating line."""
+    click.echo(f"\rembedding: {done}/{total} chunks", err=True, nl=done >= total)
 
 
 @click.command("reindex")
@@ -54,7 +59,7 @@ def index_command(opener: Callable[[], Reme], as_json: bool) -> None:
 def reindex_command(opener: Callable[[], Reme], as_json: bool) -> None:
     """Rebuild every projection from the notes."""
     with opener() as reme:
-        emit(reme.reindex(), as_json, _report_text)
+        emit(reme.reindex(progress=_progress), as_json, _report_text)
 
 
 @click.command("optimize")
@@ -79,12 +84,22 @@ def status_command(opener: Callable[[], Reme], as_json: bool) -> None:
             f"workspace: {s['workspace']}",
             f"files: {s['files']}  chunks: {s['chunks']}  unresolved links: {s['unresolved_links']}",
             f"keyword index: {json.dumps(s['keyword_index'])}",
-            f"vectors: {'on' if s['vectors']['available'] else 'off (' + s['vectors']['reason'] + ')'}",
+            _vectors_line(s["vectors"]),
         ]
         lines += [f"problem: {p}: {m}" for p, m in s["problems"].items()]
         return "\n".join(lines)
 
     emit(status, as_json, text)
+
+
+def _vectors_line(vectors: dict) -> str:
+    state = vectors["state"]
+    if state in ("off", "unavailable"):
+        return f"vectors: {state} ({vectors.get('reason')})"
+    line = f"vectors: {state}, {vectors['embedded']}/{vectors['total']} chunks, model {vectors['model']}, store {vectors['store']}"
+    if vectors.get("last_error"):
+        line += f"; last error: {vectors['last_error']}"
+    return line
 
 
 @click.command("watch")

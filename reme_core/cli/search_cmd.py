@@ -69,11 +69,25 @@ def search_command(
         except ValidationError as exc:
             raise SearchError("; ".join(e["msg"] for e in exc.errors())) from None
         if not no_sync:
-            reme.index()
+            sync_before_search(reme)
         response = reme.search(
             query, limit=limit, min_score=min_score, filters=filters, expand=not no_expand
         )
     emit(response, as_json, _text)
+
+
+# Embedding a few edited notes before answering is quick; a first pass over a large workspace is
+# not: then search answers at once and says how much is embedded (run `reme index` to finish).
+SEARCH_EMBED_BUDGET = 256
+
+
+def sync_before_search(reme: Reme) -> None:
+    """Catch up with edits made outside reme; embed them too when that is cheap."""
+    reme.index(vectors="skip")
+    if reme.vectors is not None and reme.vectors.available:
+        done, total = reme.vectors.coverage()
+        if total - done <= SEARCH_EMBED_BUDGET:
+            reme.vectors.reconcile()
 
 
 def _text(response: SearchResponse) -> str:
@@ -85,7 +99,12 @@ def _text(response: SearchResponse) -> str:
         lines.append("no hits")
     for hit in response.hits:
         snippet = " ".join(hit.text.split())[:160]
-        lines.append(f"{hit.score:.3f}  {hit.path}:{hit.start_line}-{hit.end_line}  {snippet}")
+        arms = ", ".join(
+            f"{arm} #{rank} {hit.arm_scores.get(arm, 0):.2f}" for arm, rank in hit.arm_ranks.items()
+        )
+        lines.append(
+            f"{hit.score:.3f}  {hit.path}:{hit.start_line}-{hit.end_line}  [{arms}]  {snippet}"
+        )
     for linked in response.linked:
         arrow = "->" if linked.direction == "outbound" else "<-"
         lines.append(f"   linked {arrow} {linked.path} (via {linked.via})")

@@ -166,6 +166,25 @@ class Catalog:
                     )
         return found
 
+    def chunk_rows(self, paths: Iterable[str] | None = None) -> list[tuple[str, str, str]]:
+        """``(chunk_id, path, text)`` of every chunk, or of the chunks of ``paths``."""
+        with self._lock:
+            if paths is None:
+                return self._db.execute(
+                    "SELECT id, path, text FROM chunks ORDER BY path, ordinal"
+                ).fetchall()
+            rows: list[tuple[str, str, str]] = []
+            wanted = list(dict.fromkeys(paths))
+            for start in range(0, len(wanted), 500):
+                batch = wanted[start : start + 500]
+                marks = ",".join("?" * len(batch))
+                rows += self._db.execute(
+                    f"SELECT id, path, text FROM chunks WHERE path IN ({marks})"
+                    " ORDER BY path, ordinal",
+                    batch,
+                ).fetchall()
+            return rows
+
     def chunk_ids(
         self,
         *,

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
@@ -20,6 +21,9 @@ from reme_core.errors import RemeError
 from reme_core.index.catalog import Catalog
 from reme_core.schema import NoteSummary
 from reme_core.workspace import LinkResolver, WorkspacePaths, parse_note, path_matches
+
+if TYPE_CHECKING:
+    from reme_core.index.vectors import VectorIndex
 
 _DATE_IN_PATH = re.compile(r"(?:^|/)(\d{4}-\d{2}-\d{2})(?:/|\.|$)")
 
@@ -59,6 +63,8 @@ class Indexer:
         self.exclude = list(exclude)
         self.max_file_bytes = max_file_bytes
         self.lock = threading.RLock()
+        self.vectors: VectorIndex | None = None
+        """Set by the runtime when vectors are configured; ``update`` embeds before returning."""
         self._resolver: LinkResolver | None = None
 
     # -- scope -------------------------------------------------------------------------------
@@ -130,6 +136,8 @@ class Indexer:
             for path in gone:
                 resolver.remove(path)
             report = self._apply(todo, sorted(gone), added=added)
+            if self.vectors is not None:
+                self.vectors.sync(report.indexed, report.removed)
             report.unchanged = len(known) - len(set(todo) - added) - len(gone)
             report.seconds = time.perf_counter() - started
             return report
@@ -143,6 +151,8 @@ class Indexer:
                 self.graph.clear()
             if self.tags is not None:
                 self.tags.clear()
+            if self.vectors is not None:
+                self.vectors.clear()  # re-stored from the embedding cache by the next reconcile
             return self.scan()
 
     def optimize(self) -> None:

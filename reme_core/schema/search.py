@@ -34,6 +34,8 @@ class SearchHit(BaseModel):
     name: str | None = None
     arm_ranks: dict[str, int] = Field(default_factory=dict)
     """1-based rank of this chunk in each arm that found it."""
+    arm_scores: dict[str, float] = Field(default_factory=dict)
+    """Each arm's own score for this chunk (BM25 score; cosine similarity for vectors)."""
 
 
 class LinkedNote(BaseModel):

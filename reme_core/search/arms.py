@@ -1,17 +1,28 @@
-"""A search arm ranks chunk ids for a query, restricted to the ids the filters allow."""
+"""Search arms: each ranks chunk ids for a query among the ids the filters allow."""
 
 from __future__ import annotations
 
 from typing import Protocol
 
 from reme_core.components import KeywordIndex
+from reme_core.errors import RemeError
+from reme_core.schema import SearchFilters
+
+
+class ArmUnavailable(RemeError):
+    """The arm cannot run now (model missing, store busy); search goes on without it and says so."""
 
 
 class SearchArm(Protocol):
     name: str
 
-    def rank(self, query: str, limit: int, allowed_ids: set[str] | None) -> list[str]:
-        """Chunk ids best first; only ids in ``allowed_ids`` when it is given."""
+    def rank(
+        self, query: str, limit: int, allowed_ids: set[str], filters: SearchFilters
+    ) -> list[tuple[str, float]]:
+        """``(chunk_id, arm score)`` best first, only ids in ``allowed_ids``.
+
+        ``filters`` are what ``allowed_ids`` was computed from, for arms that push them down.
+        """
 
 
 class KeywordArm:
@@ -22,5 +33,33 @@ class KeywordArm:
     def __init__(self, index: KeywordIndex):
         self.index = index
 
-    def rank(self, query: str, limit: int, allowed_ids: set[str] | None) -> list[str]:
-        return [chunk_id for chunk_id, _ in self.index.search(query, limit, allowed_ids)]
+    def rank(
+        self, query: str, limit: int, allowed_ids: set[str], filters: SearchFilters
+    ) -> list[tuple[str, float]]:
+        return self.index.search(query, limit, allowed_ids)
+
+
+class VectorSource(Protocol):
+    def rank(
+        self, query: str, limit: int, allowed_ids: set[str], filters: SearchFilters
+    ) -> list[tuple[str, float]]: ...
+
+    def notes(self) -> list[str]: ...
+
+
+class VectorArm:
+    """Nearest chunks by embedding (``reme_core.index.vectors.VectorIndex``)."""
+
+    name = "vector"
+
+    def __init__(self, source: VectorSource):
+        self.source = source
+
+    def rank(
+        self, query: str, limit: int, allowed_ids: set[str], filters: SearchFilters
+    ) -> list[tuple[str, float]]:
+        return self.source.rank(query, limit, allowed_ids, filters)
+
+    def notes(self) -> list[str]:
+        """Caveats a response must carry (partial coverage, a recent failure)."""
+        return self.source.notes()

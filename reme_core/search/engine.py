@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from reme_core.components import Graph, TagIndex
 from reme_core.errors import SearchError
 from reme_core.index.catalog import Catalog
 from reme_core.schema import SearchFilters, SearchHit, SearchResponse
 from reme_core.schema.chunk import chunk_path
-from reme_core.search.arms import SearchArm
+from reme_core.search.arms import ArmUnavailable, SearchArm
 from reme_core.search.expansion import expand_links
 from reme_core.search.filters import allowed_chunk_ids
 from reme_core.search.fusion import reciprocal_rank_fusion
@@ -67,7 +67,9 @@ class Searcher:
 
         allowed, allowed_paths = self._allowed(filters)
         candidates = min(limit * self.config.candidate_multiplier, self.config.candidate_cap)
-        ranked = self._run_arms(query, max(candidates, limit), allowed)
+        results, degraded = self._run_arms(query, max(candidates, limit), allowed, filters)
+        ranked = {arm: [cid for cid, _ in hits] for arm, hits in results.items()}
+        arm_scores = {arm: dict(hits) for arm, hits in results.items()}
         fused = reciprocal_rank_fusion(ranked, self.weights, self.config.rrf_k)
         fused = [f for f in fused if f.score >= min_score][:limit]
 
@@ -90,6 +92,7 @@ class Searcher:
                     heading=chunk.heading,
                     name=note.name if note else None,
                     arm_ranks=f.ranks,
+                    arm_scores={arm: round(arm_scores[arm][f.chunk_id], 6) for arm in f.ranks},
                 )
             )
         linked = []
@@ -102,18 +105,38 @@ class Searcher:
                 describe=self.catalog.notes,
             )
         return SearchResponse(
-            query=query, hits=hits, linked=linked, arms=list(ranked), degraded=self.degraded
+            query=query,
+            hits=hits,
+            linked=linked,
+            arms=list(ranked),
+            degraded=[*self.degraded, *degraded],
         )
 
-    def _run_arms(self, query: str, candidates: int, allowed: set[str]) -> dict[str, list[str]]:
+    def _run_arms(
+        self, query: str, candidates: int, allowed: set[str], filters: SearchFilters
+    ) -> tuple[dict[str, list[tuple[str, float]]], list[str]]:
+        """Every arm's ranking (in parallel when there are several) and why any arm did not run."""
+        args = (query, candidates, allowed, filters)
         if len(self.arms) == 1:
-            arm = self.arms[0]
-            return {arm.name: arm.rank(query, candidates, allowed)}
-        with ThreadPoolExecutor(max_workers=len(self.arms)) as pool:
-            futures = {
-                arm.name: pool.submit(arm.rank, query, candidates, allowed) for arm in self.arms
-            }
-            return {name: future.result() for name, future in futures.items()}
+            jobs: dict[str, Any] = {self.arms[0].name: _Inline(self.arms[0], args)}
+        else:
+            pool = ThreadPoolExecutor(max_workers=len(self.arms))
+            jobs = {arm.name: pool.submit(arm.rank, *args) for arm in self.arms}
+            pool.shutdown(wait=False)
+        results: dict[str, list[tuple[str, float]]] = {}
+        degraded: list[str] = []
+        for name, job in jobs.items():
+            try:
+                results[name] = job.result()
+            except ArmUnavailable as exc:
+                degraded.append(f"{name}: {exc}")
+        if not results:
+            raise SearchError("no search arm could run: " + "; ".join(degraded))
+        for arm in self.arms:
+            notes = getattr(arm, "notes", None)
+            if arm.name in results and notes is not None:
+                degraded.extend(notes())
+        return results, degraded
 
     def _allowed(self, filters: SearchFilters) -> tuple[set[str], set[str]]:
         """Chunk ids and note paths passing ``filters``.
@@ -131,3 +154,13 @@ class Searcher:
         while len(self._allowed_cache) > 8:
             self._allowed_cache.popitem(last=False)
         return entry
+
+
+class _Inline:
+    """Runs one arm in this thread but reads like a future, so both paths share the loop above."""
+
+    def __init__(self, arm: SearchArm, args: tuple[Any, ...]):
+        self._arm, self._args = arm, args
+
+    def result(self) -> list[tuple[str, float]]:
+        return self._arm.rank(*self._args)

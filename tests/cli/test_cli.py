@@ -354,7 +354,7 @@ def test_index_reindex_status(workspace: Path) -> None:
         assert status["files"] == files
         assert "digest/wiki/cli-bad.md" in status["problems"]
         assert status["keyword_index"]["name"] == "bm25s"
-        assert status["vectors"]["available"] is False
+        assert status["vectors"]["state"] == "off"
         plain = ok(workspace, "status").stdout
         assert f"files: {files}" in plain and "problem: digest/wiki/cli-bad.md" in plain
     finally:

@@ -1,0 +1,330 @@
+"""Keeps the vector store in step with the catalog's chunks, and answers the vector arm.
+
+Writes through the API are embedded before they return (read-your-writes). A full pass
+(``reconcile``) compares what the store holds with what the catalog has, by content hash, and
+embeds only the difference; unchanged chunks come from the embedding cache. It can run in the
+background while keyword search serves, and stops cleanly between batches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from reme_core.components import Embedding, FileStore, VectorRecord
+from reme_core.errors import EmbeddingError, RemeError
+from reme_core.index.catalog import Catalog
+from reme_core.index.embedding_cache import EmbeddingCache
+from reme_core.schema import SearchFilters
+from reme_core.schema.chunk import chunk_path
+from reme_core.search.arms import ArmUnavailable
+
+Progress = Callable[[int, int], None]
+
+
+class VectorIndex:
+    """The embedding model, the vector store and the cache, driven from the catalog."""
+
+    def __init__(
+        self,
+        embedding: Embedding,
+        store: FileStore,
+        cache: EmbeddingCache,
+        catalog: Catalog,
+        *,
+        batch_size: int = 32,
+        candidate_cap: int = 200,
+    ):
+        self.embedding = embedding
+        self.store = store
+        self.cache = cache
+        self.catalog = catalog
+        self.batch_size = batch_size
+        self.candidate_cap = candidate_cap
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._rerun = False
+        self.model_id: str | None = None
+        self.error: str | None = None
+        """Why vectors are unavailable (model or store failed to open); None when they work."""
+        self.last_error: str | None = None
+        """The latest failure while embedding; the work stays pending and is retried."""
+        self.done = 0
+        self.total = 0
+        self._version = 0
+        self._coverage: tuple[tuple[int, int], tuple[int, int]] | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Open the store for the model's vector space; a failure makes vectors unavailable."""
+        try:
+            self.model_id = self.embedding.model_id
+            self.store.open(self.model_id, self.embedding.dim)
+        except RemeError as exc:
+            self.error = str(exc)
+            return
+        except Exception as exc:  # a backend's own error type must not stop the workspace opening
+            self.error = f"{type(exc).__name__}: {exc}"
+            return
+        self.cache.forget_other_models(self.model_id)
+        self.error = None
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        with self._lock:
+            if self.error is None:
+                self.store.flush()
+            self.store.close()
+
+    def clear(self) -> None:
+        """Forget every stored vector (the cache keeps the embeddings themselves)."""
+        if not self.available or self.model_id is None:
+            return
+        with self._lock:
+            self.store.clear()
+            self.cache.unmark(self.cache.stored(self.model_id))
+            self._version += 1
+
+    @property
+    def available(self) -> bool:
+        return self.error is None
+
+    @property
+    def building(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    # -- keeping in step -----------------------------------------------------------------------
+
+    def sync(self, changed: Sequence[str], removed: Sequence[str]) -> None:
+        """Bring these files' vectors up to date now (API writes, watcher batches)."""
+        if not self.available or not (changed or removed):
+            return
+        with self._lock:
+            try:
+                self._refresh_paths([*changed, *removed])
+                self.store.flush()
+                self.last_error = None
+            except RemeError as exc:  # the note is written and keyword-indexed; retried later
+                self.last_error = str(exc)
+
+    def reconcile(self, progress: Progress | None = None) -> int:
+        """Embed whatever the store lacks or holds stale; drop what the catalog no longer has.
+
+        Returns the number of chunks (re)stored. Stops early, leaving the rest pending, when
+        ``close()`` is called.
+        """
+        if not self.available:
+            return 0
+        assert self.model_id is not None
+        rows = self.catalog.chunk_rows()
+        want = {cid: _content_hash(text) for cid, _, text in rows}
+        with self._lock:
+            present = self.store.ids()
+        held = {cid: h for cid, h in self.cache.stored(self.model_id).items() if cid in present}
+        stale = {chunk_path(cid) for cid, h in want.items() if held.get(cid) != h}
+        gone = {chunk_path(cid) for cid in present if cid not in want}
+        paths = sorted(stale | gone)
+        self.total = len(rows)
+        self.done = self.total - sum(1 for cid in want if chunk_path(cid) in stale)
+        refreshed = 0
+        batch: list[str] = []
+        chunks_in_batch = 0
+        per_path = _count_by_path(cid for cid, _, _ in rows)
+        for path in paths:
+            batch.append(path)
+            chunks_in_batch += per_path.get(path, 0)
+            if chunks_in_batch >= self.batch_size:
+                refreshed += self._refresh_batch(batch, progress)
+                batch, chunks_in_batch = [], 0
+                if self._stop.is_set():
+                    return refreshed
+        if batch:
+            refreshed += self._refresh_batch(batch, progress)
+        with self._lock:
+            self.store.flush()
+        return refreshed
+
+    def reconcile_in_background(self) -> None:
+        """Start (or re-run after the current one) a reconcile on a daemon thread."""
+        if not self.available:
+            return
+        with self._lock:
+            if self.building:
+                self._rerun = True
+                return
+            self._thread = threading.Thread(
+                target=self._background, name="reme-vectors", daemon=True
+            )
+            self._thread.start()
+
+    def _background(self) -> None:
+        while not self._stop.is_set():
+            self._rerun = False
+            try:
+                self.reconcile()
+                self.last_error = None
+            except RemeError as exc:
+                self.last_error = str(exc)
+                return
+            if not self._rerun:
+                return
+
+    def _refresh_batch(self, paths: list[str], progress: Progress | None) -> int:
+        with self._lock:
+            try:
+                count = self._refresh_paths(paths)
+            except RemeError as exc:
+                self.last_error = str(exc)
+                raise
+        self.done += count
+        if progress:
+            progress(self.done, self.total)
+        return count
+
+    def _refresh_paths(self, paths: Sequence[str]) -> int:
+        """Replace every vector of ``paths`` with the catalog's current chunks (cache first)."""
+        assert self.model_id is not None
+        rows = self.catalog.chunk_rows(paths)
+        notes = self.catalog.notes(paths)
+        hashes = {cid: _content_hash(text) for cid, _, text in rows}
+        vectors = self.cache.get(self.model_id, hashes.values())
+        missing = {hashes[cid]: text for cid, _, text in rows if hashes[cid] not in vectors}
+        if missing:
+            texts = [self.embedding.truncate(t) for t in missing.values()]
+            embedded = _checked(
+                self.embedding.embed_passages(texts), len(texts), self.embedding.dim
+            )
+            fresh = dict(zip(missing, embedded, strict=True))
+            self.cache.put(self.model_id, fresh)
+            vectors.update(fresh)
+        records = []
+        for cid, path, _ in rows:
+            note = notes.get(path)
+            records.append(
+                VectorRecord(
+                    chunk_id=cid,
+                    path=path,
+                    vector=vectors[hashes[cid]],
+                    status=note.status if note else "active",
+                    date=note.date.isoformat() if note and note.date else None,
+                    tags=tuple(_with_ancestors(note.tags if note else [])),
+                )
+            )
+        targets = set(paths)
+        stored = self.cache.stored(self.model_id)
+        self.cache.unmark(cid for cid in stored if chunk_path(cid) in targets)
+        self.store.delete_paths(list(paths))
+        if records:
+            self.store.upsert(records)
+        self.cache.mark_stored(self.model_id, hashes)
+        self._version += 1
+        return len(records)
+
+    # -- searching -----------------------------------------------------------------------------
+
+    def rank(
+        self, query: str, limit: int, allowed_ids: set[str], filters: SearchFilters
+    ) -> list[tuple[str, float]]:
+        """The vector arm: nearest chunks among ``allowed_ids`` (filters pushed to the store)."""
+        if not self.available:
+            raise ArmUnavailable(self.error or "unavailable")
+        if not allowed_ids:
+            return []
+        try:
+            vector = self.embedding.embed_query(self.embedding.truncate(query))
+        except RemeError as exc:
+            raise ArmUnavailable(f"embedding the query failed: {exc}") from exc
+        k = limit
+        while True:
+            with self._lock:
+                hits = self.store.search(vector, k, filters)
+            kept = [(cid, score) for cid, score in hits if cid in allowed_ids]
+            # The store may push down less than the catalog knows (globs, stale fields): fetch
+            # more until enough pass, the store runs out, or the cap is reached.
+            if len(kept) >= limit or len(hits) < k or k >= self.candidate_cap * 4:
+                return kept[:limit]
+            k *= 4
+
+    def coverage(self) -> tuple[int, int]:
+        """(chunks whose current content the store holds, chunks in the catalog)."""
+        if self.model_id is None:
+            return 0, 0
+        # Hashing every chunk is ~50 ms on 50k chunks: recount only after something changed.
+        key = (self.catalog.generation, self._version)
+        if self._coverage is None or self._coverage[0] != key:
+            held = self.cache.stored(self.model_id)
+            rows = self.catalog.chunk_rows()
+            done = sum(1 for cid, _, text in rows if held.get(cid) == _content_hash(text))
+            self._coverage = (key, (done, len(rows)))
+        return self._coverage[1]
+
+    def notes(self) -> list[str]:
+        """What a search response should say about this arm (partial coverage, last failure)."""
+        if not self.available:
+            return []
+        done, total = self.coverage()
+        notes = []
+        if done < total:
+            notes.append(
+                f"vector: {done} of {total} chunks embedded"
+                + (" (embedding in the background)" if self.building else "; run `reme index`")
+            )
+        if self.last_error:
+            notes.append(f"vector: last embedding failed: {self.last_error}")
+        return notes
+
+    def status(self) -> dict[str, Any]:
+        state = "unavailable" if self.error else ("building" if self.building else "ready")
+        done, total = self.coverage()
+        if state == "ready" and done < total:
+            state = "incomplete"
+        return {
+            "state": state,
+            "model": self.model_id,
+            "store": self.store.name,
+            "embedded": done,
+            "total": total,
+            "reason": self.error,
+            "last_error": self.last_error,
+            **{f"store_{k}": v for k, v in self.store.stats().items()},
+        }
+
+
+def _content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _count_by_path(chunk_ids: Iterable[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for cid in chunk_ids:
+        path = chunk_path(cid)
+        counts[path] = counts.get(path, 0) + 1
+    return counts
+
+
+def _with_ancestors(tags: Iterable[str]) -> list[str]:
+    """``project/reme`` also gives ``project``, so stores match nested tags like the tag index."""
+    out: dict[str, None] = {}
+    for tag in tags:
+        parts = str(tag).strip().lstrip("#").strip("/").casefold().split("/")
+        for i in range(1, len(parts) + 1):
+            out["/".join(parts[:i])] = None
+    return list(out)
+
+
+def _checked(vectors: np.ndarray, count: int, dim: int) -> np.ndarray:
+    """Refuse model output of the wrong shape or with NaNs: it would poison the store."""
+    array = np.asarray(vectors, dtype=np.float32)
+    if array.shape != (count, dim):
+        raise EmbeddingError(f"embedding returned shape {array.shape}, expected ({count}, {dim})")
+    if not np.isfinite(array).all():
+        raise EmbeddingError("embedding returned NaN or infinite values")
+    return array
