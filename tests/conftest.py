@@ -28,6 +28,10 @@ DEFAULT_PLUGIN_MODULES = [
 
 EXAMPLE_WORKSPACE = Path(__file__).resolve().parents[1] / "examples" / "workspace"
 
+KEYWORD_ONLY_ENV = {"REME_COMPONENTS__EMBEDDING": "null", "REME_COMPONENTS__FILE_STORE": "null"}
+"""Most tests exercise keyword search; vector tests opt in with the fast fake embedding."""
+FAKE_VECTORS = ["components.embedding.name=hash", "components.file_store.name=local"]
+
 
 @pytest.fixture(autouse=True)
 def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
@@ -35,6 +39,8 @@ def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for key in list(os.environ):
         if key.startswith("REME_"):
             monkeypatch.delenv(key)
+    for key, value in KEYWORD_ONLY_ENV.items():  # the CLI reads os.environ
+        monkeypatch.setenv(key, value)
     plugin_module.reset_plugins()
     yield
     plugin_module.reset_plugins()

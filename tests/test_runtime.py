@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLE_WORKSPACE
+from conftest import EXAMPLE_WORKSPACE, KEYWORD_ONLY_ENV
 
 from reme_core.errors import ConfigError, NotFoundError, UnknownComponentError, WorkspaceError
 from reme_core.plugins import Plugins
@@ -27,7 +27,7 @@ def workspace(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def reme(workspace: Path, default_plugins: Plugins) -> Iterator[Reme]:
-    with Reme.open(workspace, plugins=default_plugins, env={}) as opened:
+    with Reme.open(workspace, plugins=default_plugins, env=KEYWORD_ONLY_ENV) as opened:
         opened.index()
         yield opened
 
@@ -44,7 +44,7 @@ def test_open_a_missing_workspace_says_how_to_create_it(
     tmp_path: Path, default_plugins: Plugins
 ) -> None:
     with pytest.raises(WorkspaceError, match="reme init"):
-        Reme.open(tmp_path / "nope", plugins=default_plugins, env={})
+        Reme.open(tmp_path / "nope", plugins=default_plugins, env=KEYWORD_ONLY_ENV)
     assert not (tmp_path / "nope").exists()
 
 
@@ -75,12 +75,14 @@ def test_open_rejects_bad_config_and_unknown_components(
     workspace: Path, default_plugins: Plugins
 ) -> None:
     with pytest.raises(ConfigError, match=r"search\.limt"):
-        Reme.open(workspace, plugins=default_plugins, env={}, overrides=["search.limt=5"])
+        Reme.open(
+            workspace, plugins=default_plugins, env=KEYWORD_ONLY_ENV, overrides=["search.limt=5"]
+        )
     with pytest.raises(UnknownComponentError, match="bm25s"):
         Reme.open(
             workspace,
             plugins=default_plugins,
-            env={},
+            env=KEYWORD_ONLY_ENV,
             overrides=["components.keyword_index.name=nope"],
         )
 
@@ -90,15 +92,18 @@ def test_turning_off_the_keyword_index_is_a_config_error(
 ) -> None:
     with pytest.raises(ConfigError, match=r"components\.keyword_index"):
         Reme.open(
-            workspace, plugins=default_plugins, env={}, overrides=["components.keyword_index=null"]
+            workspace,
+            plugins=default_plugins,
+            env=KEYWORD_ONLY_ENV,
+            overrides=["components.keyword_index=null"],
         )
 
 
 def test_state_survives_close_and_reopen(workspace: Path, default_plugins: Plugins) -> None:
-    with Reme.open(workspace, plugins=default_plugins, env={}) as reme:
+    with Reme.open(workspace, plugins=default_plugins, env=KEYWORD_ONLY_ENV) as reme:
         reme.index()
         reme.files.write("digest/wiki/persisted.md", "# Persisted\n\nokapi stripes\n")
-    with Reme.open(workspace, plugins=default_plugins, env={}) as reme:
+    with Reme.open(workspace, plugins=default_plugins, env=KEYWORD_ONLY_ENV) as reme:
         assert hit_paths(reme, "okapi") == ["digest/wiki/persisted.md"]
         report = reme.index()
         assert report.indexed == []

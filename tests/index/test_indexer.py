@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLE_WORKSPACE
+from conftest import EXAMPLE_WORKSPACE, KEYWORD_ONLY_ENV
 
 from reme_core.plugins import Plugins
 from reme_core.runtime import Reme
@@ -37,7 +37,7 @@ def workspace(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def reme(workspace: Path, default_plugins: Plugins) -> Iterator[Reme]:
-    with Reme.open(workspace, plugins=default_plugins, env={}) as opened:
+    with Reme.open(workspace, plugins=default_plugins, env=KEYWORD_ONLY_ENV) as opened:
         yield opened
 
 
@@ -155,7 +155,10 @@ def test_bad_files_are_problems_and_the_rest_still_indexes(
         (workspace / rel).write_bytes(data)
 
     with Reme.open(
-        workspace, plugins=default_plugins, env={}, overrides=["index.max_file_bytes=4096"]
+        workspace,
+        plugins=default_plugins,
+        env=KEYWORD_ONLY_ENV,
+        overrides=["index.max_file_bytes=4096"],
     ) as reme:
         report = reme.index()
 
@@ -278,7 +281,9 @@ def test_excluded_and_hidden_files_are_not_indexed(
         (workspace / rel).write_text(text, "utf-8")
 
     overrides = ['index.exclude=[".reme/**", ".git/**", ".obsidian/**", "**/.*", "drafts/**"]']
-    with Reme.open(workspace, plugins=default_plugins, env={}, overrides=overrides) as reme:
+    with Reme.open(
+        workspace, plugins=default_plugins, env=KEYWORD_ONLY_ENV, overrides=overrides
+    ) as reme:
         report = reme.index()
         assert report.indexed == EXAMPLE_FILES
         assert report.problems == {}
@@ -303,7 +308,10 @@ def test_a_plain_folder_exclude_holds_for_scan_and_api_writes_alike(
 ) -> None:
     """An exclude entry without a glob (``drafts``) excludes the folder everywhere."""
     with Reme.open(
-        workspace, plugins=default_plugins, env={}, overrides=['index.exclude=["drafts"]']
+        workspace,
+        plugins=default_plugins,
+        env=KEYWORD_ONLY_ENV,
+        overrides=['index.exclude=["drafts"]'],
     ) as reme:
         reme.index()
         reme.files.write("drafts/idea.md", "# Idea\n\nwombatplain\n")

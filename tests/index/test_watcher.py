@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from conftest import KEYWORD_ONLY_ENV
 
 from reme_core.index.indexer import IndexReport
 from reme_core.index.watcher import Watcher
@@ -35,7 +36,7 @@ def reme(tmp_path: Path, default_plugins: Plugins) -> Iterator[Reme]:
     with Reme.open(
         root,
         plugins=default_plugins,
-        env={},
+        env=KEYWORD_ONLY_ENV,
         overrides=["index.watch_debounce_seconds=0.05"],
     ) as opened:
         opened.index()

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import DEFAULT_PLUGIN_MODULES, EXAMPLE_WORKSPACE
+from conftest import DEFAULT_PLUGIN_MODULES, EXAMPLE_WORKSPACE, KEYWORD_ONLY_ENV
 
 from reme_core.errors import SearchError
 from reme_core.plugins import Plugins
@@ -37,7 +37,7 @@ def reme(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Reme]:
     """One indexed copy of the example workspace, shared by the read-only tests below."""
     root = tmp_path_factory.mktemp("search") / "ws"
     shutil.copytree(EXAMPLE_WORKSPACE, root, ignore=shutil.ignore_patterns(".reme"))
-    with Reme.open(root, plugins=make_plugins(), env={}) as opened:
+    with Reme.open(root, plugins=make_plugins(), env=KEYWORD_ONLY_ENV) as opened:
         report = opened.index()
         assert report.problems == {}
         yield opened
@@ -229,7 +229,7 @@ def test_tag_filter_without_a_tag_index_is_an_error(tmp_path: Path) -> None:
     root = tmp_path / "ws"
     shutil.copytree(EXAMPLE_WORKSPACE, root, ignore=shutil.ignore_patterns(".reme"))
     with Reme.open(
-        root, plugins=make_plugins(), env={}, overrides=["components.tag_index=null"]
+        root, plugins=make_plugins(), env=KEYWORD_ONLY_ENV, overrides=["components.tag_index=null"]
     ) as reme:
         assert reme.tags is None
         reme.index()
@@ -242,7 +242,7 @@ def test_without_a_graph_search_has_no_expansion(tmp_path: Path) -> None:
     root = tmp_path / "ws"
     shutil.copytree(EXAMPLE_WORKSPACE, root, ignore=shutil.ignore_patterns(".reme"))
     with Reme.open(
-        root, plugins=make_plugins(), env={}, overrides=["components.graph=null"]
+        root, plugins=make_plugins(), env=KEYWORD_ONLY_ENV, overrides=["components.graph=null"]
     ) as reme:
         reme.index()
         response = reme.search("postgres")

