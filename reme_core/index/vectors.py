@@ -123,6 +123,15 @@ class VectorIndex:
         """
         if not self.available:
             return 0
+        try:
+            refreshed = self._reconcile(progress)
+        except RemeError as exc:  # the rest stays pending: the next index or write retries it
+            self.last_error = str(exc)
+            return 0
+        self.last_error = None
+        return refreshed
+
+    def _reconcile(self, progress: Progress | None) -> int:
         assert self.model_id is not None
         rows = self.catalog.chunk_rows()
         want = {cid: _content_hash(text) for cid, _, text in rows}
@@ -168,22 +177,13 @@ class VectorIndex:
     def _background(self) -> None:
         while not self._stop.is_set():
             self._rerun = False
-            try:
-                self.reconcile()
-                self.last_error = None
-            except RemeError as exc:
-                self.last_error = str(exc)
-                return
-            if not self._rerun:
+            self.reconcile()
+            if self.last_error or not self._rerun:
                 return
 
     def _refresh_batch(self, paths: list[str], progress: Progress | None) -> int:
         with self._lock:
-            try:
-                count = self._refresh_paths(paths)
-            except RemeError as exc:
-                self.last_error = str(exc)
-                raise
+            count = self._refresh_paths(paths)
         self.done += count
         if progress:
             progress(self.done, self.total)
