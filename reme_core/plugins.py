@@ -33,8 +33,6 @@ HOOK_BY_KIND: dict[str, str] = {
 
 # Names that later issues ship as optional packages; lets an unknown-name error say what to install.
 KNOWN_PROVIDERS: dict[str, str] = {
-    "zvec": "reme (vector support, see the README)",
-    "chromadb": "reme[chromadb]",
     "openai": "reme (LLM support, see the README)",
 }
 

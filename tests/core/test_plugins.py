@@ -64,8 +64,8 @@ def test_unknown_name_lists_available_and_hints_at_package(default_plugins: Plug
 
 
 def test_unknown_known_provider_suggests_install(default_plugins: Plugins):
-    with pytest.raises(UnknownComponentError, match="chromadb"):
-        default_plugins.get("file_store", "chromadb")
+    with pytest.raises(UnknownComponentError, match="LLM support"):
+        default_plugins.get("llm", "openai")
 
 
 def test_misspelt_hook_fails_loudly():

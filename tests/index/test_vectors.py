@@ -11,8 +11,6 @@ import numpy as np
 import pytest
 from conftest import DEFAULT_PLUGIN_MODULES, EXAMPLE_WORKSPACE, FAKE_VECTORS
 
-import reme_plugins.embedding_hash
-import reme_plugins.vector_local
 from reme_core import hookimpl
 from reme_core.errors import EmbeddingError, StoreBusyError
 from reme_core.plugins import Plugins
@@ -57,7 +55,7 @@ class Extras:
 @pytest.fixture
 def plugins() -> Plugins:
     manager = Plugins()
-    for module in [*DEFAULT_PLUGIN_MODULES, reme_plugins.embedding_hash, reme_plugins.vector_local]:
+    for module in DEFAULT_PLUGIN_MODULES:
         manager.register(module)
     manager.register(Extras(), name="test_extras")
     manager.collect()
