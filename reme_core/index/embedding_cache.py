@@ -94,6 +94,18 @@ class EmbeddingCache:
             self._db.executemany("DELETE FROM stored WHERE chunk_id = ?", [(i,) for i in ids])
             self._db.execute("COMMIT")
 
+    def unmark_paths(self, paths: Iterable[str]) -> None:
+        """Forget every chunk of these files (ids are ``path#n``: a range per path, no scan).
+
+        A path that itself contains ``#`` can also unmark a sibling (``c`` and ``c#.md``); that only
+        costs the sibling a redundant re-store on the next reconcile, never a lost vector.
+        """
+        ranges = [(f"{path}#", f"{path}$") for path in paths]  # "$" sorts right after "#"
+        with self._lock:
+            self._db.execute("BEGIN")
+            self._db.executemany("DELETE FROM stored WHERE chunk_id >= ? AND chunk_id < ?", ranges)
+            self._db.execute("COMMIT")
+
     def forget_other_models(self, model_id: str) -> None:
         """The store was reopened for another vector space: nothing of the old one is held."""
         with self._lock:

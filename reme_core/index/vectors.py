@@ -218,9 +218,7 @@ class VectorIndex:
                     tags=tuple(_with_ancestors(note.tags if note else [])),
                 )
             )
-        targets = set(paths)
-        stored = self.cache.stored(self.model_id)
-        self.cache.unmark(cid for cid in stored if chunk_path(cid) in targets)
+        self.cache.unmark_paths(paths)
         self.store.delete_paths(list(paths))
         if records:
             self.store.upsert(records)
