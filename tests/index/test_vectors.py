@@ -167,8 +167,7 @@ def test_unavailable_store_degrades_to_keywords_and_says_so(workspace: Path, plu
 
 
 def test_failed_embedding_leaves_the_write_and_retries_later(workspace: Path, plugins: Plugins):
-    # Equal weights: with 0.7 on vectors, a keyword-only hit ranks below ~80 vector hits.
-    overrides = ["components.embedding.name=counting_hash", "search.vector_weight=0.5"]
+    overrides = ["components.embedding.name=counting_hash"]
     with open_reme(workspace, plugins, *overrides) as reme:
         reme.index()
         FAIL.append(True)
