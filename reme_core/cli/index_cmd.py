@@ -69,7 +69,13 @@ def optimize_command(opener: Callable[[], Reme], as_json: bool) -> None:
     with opener() as reme:
         reme.index()
         reme.optimize()
-        emit(reme.status(), as_json, lambda s: f"optimized: {s['keyword_index']}")
+        emit(
+            reme.status(),
+            as_json,
+            lambda s: (
+                f"optimized: keyword index {json.dumps(s['keyword_index'])}\n{_vectors_line(s['vectors'])}"
+            ),
+        )
 
 
 @click.command("status")
