@@ -10,7 +10,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -257,8 +257,55 @@ def estimate_tokens(text: str) -> int:
     return cjk + (len(text) - cjk + 3) // 4
 
 
-class Llm(Component):
-    """A language model endpoint (the LLM-pipeline issue fills this in)."""
+class LlmUsage(BaseModel):
+    """Calls and tokens spent, for the per-run accounting every pipeline result reports."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    retries: int = 0
+
+    def add(self, other: LlmUsage) -> None:
+        self.calls += other.calls
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.retries += other.retries
+
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+class Llm(Component, ABC):
+    """A chat model. Messages are ``{"role": "system" | "user" | "assistant", "content": str}``.
+
+    Every call adds to ``usage``. Failures (HTTP errors after retries, timeouts, output that never
+    validates) raise ``LlmError`` so the caller can leave its work pending and retry later.
+    """
+
+    def __init__(
+        self, settings: ComponentSettings | None = None, context: ComponentContext | None = None
+    ):
+        super().__init__(settings, context)
+        self.usage = LlmUsage()
+
+    @property
+    @abstractmethod
+    def model_id(self) -> str:
+        """Names the model and endpoint, for results and caches."""
+
+    @abstractmethod
+    def complete(self, messages: Sequence[dict[str, str]], *, max_tokens: int | None = None) -> str:
+        """Free-text answer."""
+
+    @abstractmethod
+    def structured(
+        self,
+        messages: Sequence[dict[str, str]],
+        response_model: type[ModelT],
+        *,
+        max_retries: int | None = None,
+    ) -> ModelT:
+        """An answer validated into ``response_model``; invalid output is retried with the error."""
 
 
 class AgentWrapper(Component):

@@ -65,3 +65,7 @@ class StoreBusyError(RemeError):
 
 class EmbeddingError(RemeError):
     """The embedding model failed or returned something unusable (wrong dimension, NaN)."""
+
+
+class LlmError(RemeError):
+    """The language model failed (HTTP error, timeout, output that never validated)."""
