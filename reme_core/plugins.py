@@ -33,7 +33,8 @@ HOOK_BY_KIND: dict[str, str] = {
 
 # Names that later issues ship as optional packages; lets an unknown-name error say what to install.
 KNOWN_PROVIDERS: dict[str, str] = {
-    "openai": "reme (LLM support, see the README)",
+    "minilm": "reme[torch]",
+    "chromadb": "reme[chromadb]",
 }
 
 T = TypeVar("T", bound=Component)

