@@ -76,9 +76,11 @@ def _wrapped(action: str, where: Path) -> Iterator[None]:
     except Exception as exc:
         text = str(exc)
         if "can't lock" in text.lower():
+            # A writer excludes readers too, so read_only only helps beside other readers.
             raise StoreBusyError(
-                f"the zvec collection {where} is in use by another process ({text}); stop the "
-                f"other reme (e.g. `reme serve`) or open it with read_only: true"
+                f"the zvec collection {where} is in use by another process ({text}); "
+                "keyword search still works; stop the other reme (e.g. `reme watch`) or search "
+                "through it"
             ) from exc
         raise VectorStoreError(f"zvec failed to {action} {where}: {text}") from exc
 
