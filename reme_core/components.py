@@ -313,11 +313,16 @@ class AgentWrapper(Component):
 
 
 class Step(Component, ABC):
-    """One step of a pipeline: takes a context dict, returns updates to it."""
+    """One step of a pipeline. Steps run in order over one shared ``state`` dict.
+
+    ``run`` receives the open workspace (``reme_core.runtime.Reme``: files, search, index) and the
+    state so far (the caller's params first), and returns the keys it adds or changes. Anything it
+    returns must be JSON-serialisable (pydantic models are dumped), since results are printed.
+    """
 
     @abstractmethod
-    def run(self, context: dict[str, Any]) -> dict[str, Any]:
-        """Do the step's work and return the keys it adds or changes."""
+    def run(self, reme: Any, state: dict[str, Any]) -> dict[str, Any]:
+        """Do the step's work; return the keys it adds or changes."""
 
 
 COMPONENT_TYPES: dict[str, type[Component]] = {

@@ -16,6 +16,7 @@ from reme_core.index.embedding_cache import EmbeddingCache
 from reme_core.index.indexer import Indexer, IndexReport
 from reme_core.index.vectors import Progress, VectorIndex
 from reme_core.index.watcher import Watcher
+from reme_core.pipelines.engine import PipelineResult, run_pipeline
 from reme_core.plugins import Plugins, load_plugins
 from reme_core.schema import Link, SearchFilters, SearchResponse
 from reme_core.search.arms import KeywordArm, SearchArm, VectorArm
@@ -47,7 +48,7 @@ class Reme:
         validate_components(settings, plugins)
         self.state_dir = self.root / STATE_DIR
         self.state_dir.mkdir(exist_ok=True)
-        context = ComponentContext(workspace=self.root, state_dir=self.state_dir)
+        self.context = context = ComponentContext(workspace=self.root, state_dir=self.state_dir)
         components = settings.components
         if components.keyword_index is None:
             raise ConfigError(
@@ -157,6 +158,10 @@ class Reme:
             return self.searcher.search(
                 query, limit=limit, min_score=min_score, filters=filters, expand=expand
             )
+
+    def run(self, pipeline: str, params: dict[str, Any] | None = None) -> PipelineResult:
+        """Run a configured pipeline (``settings.pipelines``) with ``params`` as its initial state."""
+        return run_pipeline(self, pipeline, params or {})
 
     def watch(self, on_report: Callable[[IndexReport], None] | None = None) -> Watcher:
         """Start indexing edits made outside the API; call ``stop()`` on the result to end it."""

@@ -131,6 +131,16 @@ class SearchConfig(_Strict):
     statuses: list[NoteStatus] = Field(default_factory=lambda: ["active"], min_length=1)
 
 
+class PipelineConfig(_Strict):
+    """A named list of registered steps, run in order over one shared state."""
+
+    steps: list[ComponentSelection] = Field(min_length=1)
+
+
+def _pipeline_defaults() -> dict[str, PipelineConfig]:
+    return {"search": PipelineConfig(steps=[ComponentSelection(name="search")])}
+
+
 class Settings(BaseSettings):
     """The whole configuration. ``Settings()`` is the built-in defaults; use ``load_settings``."""
 
@@ -147,6 +157,7 @@ class Settings(BaseSettings):
     index: IndexConfig = Field(default_factory=IndexConfig)
     files: FilesConfig = Field(default_factory=FilesConfig)
     search: SearchConfig = Field(default_factory=SearchConfig)
+    pipelines: dict[str, PipelineConfig] = Field(default_factory=_pipeline_defaults)
 
     @classmethod
     def settings_customise_sources(
@@ -419,6 +430,9 @@ def component_selections(settings: Settings) -> Iterator[tuple[str, str, Compone
             yield kind, f"components.{field}", selection
     for suffix, selection in components.chunkers.items():
         yield "chunker", dotted(("components", "chunkers", suffix)), selection
+    for name, pipeline in settings.pipelines.items():
+        for i, step in enumerate(pipeline.steps):
+            yield "step", dotted(("pipelines", name, "steps", i)), step
 
 
 def validate_components(settings: Settings, plugins: Plugins) -> dict[str, tuple[type, BaseModel]]:

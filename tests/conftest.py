@@ -19,6 +19,7 @@ import reme_plugins.graph_sqlite
 import reme_plugins.keyword_bm25s
 import reme_plugins.llm_openai
 import reme_plugins.llm_scripted
+import reme_plugins.step_search
 import reme_plugins.tag_sqlite
 import reme_plugins.vector_chromadb
 import reme_plugins.vector_local
@@ -42,6 +43,7 @@ DEFAULT_PLUGIN_MODULES = [
     reme_plugins.vector_chromadb,
     reme_plugins.llm_openai,
     reme_plugins.llm_scripted,
+    reme_plugins.step_search,
 ]
 
 EXAMPLE_WORKSPACE = Path(__file__).resolve().parents[1] / "examples" / "workspace"

@@ -8,7 +8,15 @@ import sys
 import click
 
 from reme_core import __version__
-from reme_core.cli import config_cmd, files_cmd, index_cmd, links_cmd, plugins_cmd, search_cmd
+from reme_core.cli import (
+    config_cmd,
+    files_cmd,
+    index_cmd,
+    links_cmd,
+    plugins_cmd,
+    run_cmd,
+    search_cmd,
+)
 from reme_core.errors import RemeError
 from reme_core.plugins import Plugins, load_plugins
 
@@ -40,7 +48,7 @@ def cli() -> None:
     """reme: local-first memory for AI agents. Notes are Markdown; everything else is rebuildable."""
 
 
-for module in (plugins_cmd, config_cmd, files_cmd, index_cmd, search_cmd, links_cmd):
+for module in (plugins_cmd, config_cmd, files_cmd, index_cmd, search_cmd, links_cmd, run_cmd):
     for command in module.COMMANDS:
         cli.add_command(command)
 

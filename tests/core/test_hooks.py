@@ -31,8 +31,8 @@ class FakeAgent(AgentWrapper):
 class EchoStep(Step):
     name = "echo"
 
-    def run(self, context: dict) -> dict:
-        return {"echo": context.get("input")}
+    def run(self, reme: object, state: dict) -> dict:
+        return {"echo": state.get("input")}
 
 
 @hookimpl
@@ -106,7 +106,7 @@ def test_hook_fills_its_registry(plugins: Plugins, kind: str, name: str, cls: ty
 
 def test_step_runs(plugins: Plugins):
     step = plugins.get("step", "echo")()
-    assert step.run({"input": 3}) == {"echo": 3}
+    assert step.run(None, {"input": 3}) == {"echo": 3}
 
 
 def test_commands_nest_under_their_group(plugins: Plugins):

@@ -1,0 +1,71 @@
+"""`reme run NAME [--param k=v | k=@file.json ...]`: run a configured pipeline."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+from reme_core.cli.options import emit, workspace_options
+from reme_core.cli.search_cmd import sync_before_search
+from reme_core.errors import RemeError
+from reme_core.runtime import Reme
+
+
+def parse_param(item: str) -> tuple[str, Any]:
+    """``k=v`` (v read as YAML: numbers, lists, booleans) or ``k=@file`` (a JSON or YAML file)."""
+    key, sep, raw = item.partition("=")
+    if not sep or not key.strip():
+        raise RemeError(f"--param {item!r}: expected key=value or key=@file")
+    if raw.startswith("@"):
+        path = Path(raw[1:]).expanduser()
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise RemeError(f"--param {key}: cannot read {path}: {exc.strerror}") from None
+        try:
+            return key.strip(), json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        except (json.JSONDecodeError, yaml.YAMLError) as exc:
+            raise RemeError(f"--param {key}: {path} is not valid JSON/YAML: {exc}") from None
+    try:
+        value = yaml.safe_load(raw) if raw else ""
+    except yaml.YAMLError:
+        value = raw  # plain text that merely looks like YAML
+    if value is None or (isinstance(value, dict) and not raw.lstrip().startswith("{")):
+        value = raw  # "what: now" is a question, not a mapping; write {a: 1} for one
+    return key.strip(), value
+
+
+@click.command("run")
+@click.argument("pipeline")
+@click.option(
+    "--param",
+    "items",
+    multiple=True,
+    metavar="KEY=VALUE|KEY=@FILE",
+    help="A pipeline parameter (repeatable).",
+)
+@workspace_options
+def run_command(
+    opener: Callable[[], Reme], as_json: bool, pipeline: str, items: tuple[str, ...]
+) -> None:
+    """Run a configured pipeline (`pipelines.<NAME>.steps`), e.g. `reme run search --param query=x`."""
+    params = dict(parse_param(item) for item in items)
+    with opener() as reme:
+        sync_before_search(reme)  # steps see edits made outside reme, as `reme search` does
+        result = reme.run(pipeline, params)
+
+    def text(r: Any) -> str:
+        lines = [f"{r.pipeline}: {len(r.steps)} step(s) in {r.seconds:.2f}s"]
+        lines += [f"  {s.name}: {', '.join(s.keys) or '-'} ({s.seconds:.2f}s)" for s in r.steps]
+        lines.append(json.dumps(r.outputs, indent=2, ensure_ascii=False, default=str))
+        return "\n".join(lines)
+
+    emit(result, as_json, text)
+
+
+COMMANDS = [run_command]

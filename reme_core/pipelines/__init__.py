@@ -1,0 +1,1 @@
+"""Pipelines: named lists of registered steps, chosen by config and run by ``reme run``."""

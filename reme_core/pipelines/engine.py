@@ -1,0 +1,72 @@
+"""Runs a configured pipeline: each step in order over one shared state, timed and accounted."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
+
+from reme_core.errors import RemeError
+from reme_core.settings import resolve_component
+
+if TYPE_CHECKING:
+    from reme_core.runtime import Reme
+
+
+class StepReport(BaseModel):
+    name: str
+    seconds: float
+    keys: list[str]
+    """The state keys this step added or changed."""
+
+
+class PipelineResult(BaseModel):
+    pipeline: str
+    params: dict[str, Any]
+    outputs: dict[str, Any] = Field(default_factory=dict)
+    """Everything the steps added to the state (params excluded)."""
+    steps: list[StepReport] = Field(default_factory=list)
+    seconds: float = 0.0
+
+
+class PipelineError(RemeError):
+    """A pipeline is unknown, or one of its steps failed (the message names the step)."""
+
+
+def run_pipeline(reme: Reme, name: str, params: dict[str, Any]) -> PipelineResult:
+    """Run pipeline ``name`` with ``params`` as the initial state."""
+    pipelines = reme.settings.pipelines
+    if name not in pipelines:
+        available = ", ".join(sorted(pipelines)) or "none"
+        raise PipelineError(f"unknown pipeline {name!r} (configured: {available})")
+    state: dict[str, Any] = dict(params)
+    result = PipelineResult(pipeline=name, params=params)
+    started = time.perf_counter()
+    for i, selection in enumerate(pipelines[name].steps):
+        path = f"pipelines.{name}.steps[{i}]"
+        cls, settings = resolve_component(reme.plugins, "step", selection, path)
+        step = cls(settings, reme.context)
+        t0 = time.perf_counter()
+        try:
+            changes = step.run(reme, state)
+        except RemeError as exc:
+            raise PipelineError(f"{name}: step {selection.name!r} failed: {exc}") from exc
+        finally:
+            step.close()
+        if not isinstance(changes, dict):
+            raise PipelineError(
+                f"{name}: step {selection.name!r} returned {type(changes).__name__}, not a dict"
+            )
+        changes = {key: _plain(value) for key, value in changes.items()}
+        state.update(changes)
+        result.outputs.update(changes)
+        result.steps.append(
+            StepReport(name=selection.name, seconds=time.perf_counter() - t0, keys=sorted(changes))
+        )
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _plain(value: Any) -> Any:
+    return value.model_dump(mode="json") if isinstance(value, BaseModel) else value

@@ -1,0 +1,50 @@
+"""The `search` step: the workspace's hybrid search as a pipeline step.
+
+Params (state keys): ``query`` (required), ``limit``, ``min_score``, ``paths``, ``tags``,
+``tag_mode``, ``since``, ``until``, ``statuses``, ``expand``. Adds ``search`` (the response).
+Benchmark forks (``search_v2``) register their own step under another name.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import ValidationError
+
+from reme_core import hookimpl
+from reme_core.components import Step
+from reme_core.errors import SearchError
+from reme_core.schema import SearchFilters
+
+FILTER_KEYS = ("paths", "tags", "tag_mode", "since", "until", "statuses")
+
+
+class SearchStep(Step):
+    name: ClassVar[str] = "search"
+
+    def run(self, reme: Any, state: dict[str, Any]) -> dict[str, Any]:
+        query = state.get("query")
+        if not isinstance(query, str) or not query.strip():
+            raise SearchError("the search step needs a `query` param, e.g. --param query='...'")
+        given = {key: state[key] for key in FILTER_KEYS if key in state}
+        given.setdefault("statuses", list(reme.settings.search.statuses))
+        for key in ("paths", "tags", "statuses"):  # --param tags=x gives a string
+            if isinstance(given.get(key), str):
+                given[key] = [given[key]]
+        try:
+            filters = SearchFilters(**given)
+        except ValidationError as exc:
+            raise SearchError("; ".join(e["msg"] for e in exc.errors())) from None
+        response = reme.search(
+            query,
+            limit=state.get("limit"),
+            min_score=state.get("min_score"),
+            filters=filters,
+            expand=state.get("expand"),
+        )
+        return {"search": response}
+
+
+@hookimpl
+def register_steps(register):
+    register(SearchStep)
