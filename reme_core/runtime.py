@@ -29,6 +29,7 @@ from reme_core.settings import (
     validate_components,
 )
 from reme_core.workspace import FileTools, Journal, WorkspacePaths
+from reme_core.workspace.history import History
 
 STATE_DIR = ".reme"
 VectorMode = Literal["wait", "background", "skip"]
@@ -78,6 +79,7 @@ class Reme:
             max_file_bytes=settings.index.max_file_bytes,
         )
         self.journal = Journal(self.state_dir)
+        self.history = History(self.root)
         self.files = FileTools(
             self.root,
             journal=self.journal,
@@ -162,6 +164,13 @@ class Reme:
     def run(self, pipeline: str, params: dict[str, Any] | None = None) -> PipelineResult:
         """Run a configured pipeline (``settings.pipelines``) with ``params`` as its initial state."""
         return run_pipeline(self, pipeline, params or {})
+
+    def revert(self, run: str) -> list[str]:
+        """Undo one recorded pipeline run (a new history commit) and reindex what it touched."""
+        with self.indexer.lock:
+            files = self.history.revert(run)
+            self.indexer.update(files)
+        return files
 
     def watch(self, on_report: Callable[[IndexReport], None] | None = None) -> Watcher:
         """Start indexing edits made outside the API; call ``stop()`` on the result to end it."""

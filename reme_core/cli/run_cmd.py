@@ -68,4 +68,33 @@ def run_command(
     emit(result, as_json, text)
 
 
-COMMANDS = [run_command]
+@click.command("history")
+@click.option("--limit", "-n", type=click.IntRange(min=1), default=20, show_default=True)
+@workspace_options
+def history_command(opener: Callable[[], Reme], as_json: bool, limit: int) -> None:
+    """Recorded pipeline runs and snapshots, newest first (`reme revert RUN` undoes one)."""
+    with opener() as reme:
+        entries = reme.history.entries(limit)
+    emit(
+        entries,
+        as_json,
+        lambda es: (
+            "\n".join(f"{e.run}  {e.date}  {e.message}  ({len(e.files)} file(s))" for e in es)
+            or "no history yet"
+        ),
+    )
+
+
+@click.command("revert")
+@click.argument("run")
+@workspace_options
+def revert_command(opener: Callable[[], Reme], as_json: bool, run: str) -> None:
+    """Undo one recorded run (as a new history entry) and reindex the files it changed."""
+    with opener() as reme:
+        files = reme.revert(run)
+    emit(
+        {"run": run, "files": files}, as_json, lambda r: f"reverted {run}: " + ", ".join(r["files"])
+    )
+
+
+COMMANDS = [run_command, history_command, revert_command]

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from reme_core.errors import RemeError
 from reme_core.settings import resolve_component
+from reme_core.workspace.history import HistoryError
 
 if TYPE_CHECKING:
     from reme_core.runtime import Reme
@@ -28,6 +29,10 @@ class PipelineResult(BaseModel):
     """Everything the steps added to the state (params excluded)."""
     steps: list[StepReport] = Field(default_factory=list)
     seconds: float = 0.0
+    history: str | None = None
+    """The history commit holding this run's file changes (``reme revert`` takes it); None when
+    the run changed no file."""
+    history_error: str | None = None
 
 
 class PipelineError(RemeError):
@@ -43,6 +48,7 @@ def run_pipeline(reme: Reme, name: str, params: dict[str, Any]) -> PipelineResul
     state: dict[str, Any] = dict(params)
     result = PipelineResult(pipeline=name, params=params)
     started = time.perf_counter()
+    history_error = _record(reme, "reme: snapshot of changes made outside reme")
     for i, selection in enumerate(pipelines[name].steps):
         path = f"pipelines.{name}.steps[{i}]"
         cls, settings = resolve_component(reme.plugins, "step", selection, path)
@@ -65,7 +71,29 @@ def run_pipeline(reme: Reme, name: str, params: dict[str, Any]) -> PipelineResul
             StepReport(name=selection.name, seconds=time.perf_counter() - t0, keys=sorted(changes))
         )
     result.seconds = time.perf_counter() - started
+    if history_error is None:
+        summary = ", ".join(f"{k}={_short(v)}" for k, v in params.items())
+        message = f"reme run {name}" + (f" ({summary})" if summary else "")
+        history_error = _record(reme, message, result)
+    result.history_error = history_error
     return result
+
+
+def _record(reme: Reme, message: str, result: PipelineResult | None = None) -> str | None:
+    """Commit the workspace's changes to its history; return an error message instead of raising
+    (a run whose files are written must not be reported as failed because git is missing)."""
+    try:
+        run = reme.history.record(message)
+    except HistoryError as exc:
+        return str(exc)
+    if result is not None:
+        result.history = run
+    return None
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _plain(value: Any) -> Any:
