@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import math
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -29,13 +27,18 @@ from pydantic import Field, ValidationError
 from reme_core import hookimpl
 from reme_core.components import ComponentContext, ComponentSettings, Embedding, estimate_tokens
 from reme_core.errors import ConfigError, EmbeddingError
+from reme_plugins.openai_endpoint import (
+    EndpointSettings,
+    api_key,
+    backoff_delay,
+    parse_retry_after,
+    refusal,
+)
 
 if TYPE_CHECKING:
     import httpx
 
 log = logging.getLogger(__name__)
-
-MAX_RETRY_AFTER = 60.0
 
 
 class OpenAIEmbedding(Embedding):
@@ -43,20 +46,13 @@ class OpenAIEmbedding(Embedding):
 
     name: ClassVar[str] = "openai"
 
-    class Settings(ComponentSettings):
-        base_url: str = "https://api.openai.com/v1"
+    class Settings(EndpointSettings):
         model: str = Field(min_length=1)
         """The endpoint's model name, e.g. ``text-embedding-3-small``. Required."""
-        api_key_env: str = "OPENAI_API_KEY"
-        """Environment variable holding the key, read on every request."""
         dimensions: int | None = Field(None, ge=1)
         """Ask the server for this many dimensions (models that support it); None: its default."""
         batch_size: int = Field(64, ge=1, le=2048)
         timeout: float = Field(30.0, gt=0)
-        retries: int = Field(3, ge=0)
-        retry_base_delay: float = Field(0.5, ge=0)
-        """Seconds before the first retry, doubled for each next one; a server's Retry-After
-        (up to 60 s) is honoured unless this is 0."""
         query_prefix: str = ""
         passage_prefix: str = ""
         max_tokens: int = Field(8191, ge=1)
@@ -185,24 +181,15 @@ class OpenAIEmbedding(Embedding):
         )
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
-        delay = self.settings.retry_base_delay * 2 ** (attempt - 1)
-        if retry_after is not None and self.settings.retry_base_delay > 0:
-            delay = max(delay, retry_after)
-        return delay
+        return backoff_delay(self.settings, attempt, retry_after)
 
     def _headers(self) -> dict[str, str]:
-        key = os.environ.get(self.settings.api_key_env, "").strip()
+        key = api_key(self.settings)
         return {"Authorization": f"Bearer {key}"} if key else {}
 
     def _refused(self, response: httpx.Response, error: str) -> str:
-        s = self.settings
-        message = f"embedding endpoint refused the request for model {s.model!r}: {error}"
-        if response.status_code in (401, 403):
-            if os.environ.get(s.api_key_env, "").strip():
-                message += f" (check the API key in ${s.api_key_env})"
-            else:
-                message += f" (set the API key in ${s.api_key_env})"
-        return message
+        what = f"embedding endpoint for model {self.settings.model!r}"
+        return refusal(self.settings, what, response.status_code, error)
 
     def _parse(self, response: httpx.Response, count: int) -> np.ndarray:
         try:
@@ -258,11 +245,7 @@ def _error_message(response: httpx.Response) -> str:
 
 
 def _retry_after(response: httpx.Response) -> float | None:
-    try:
-        seconds = float(response.headers.get("retry-after", ""))
-    except ValueError:
-        return None
-    return min(seconds, MAX_RETRY_AFTER) if math.isfinite(seconds) and seconds >= 0 else None
+    return parse_retry_after(response.headers.get("retry-after"))
 
 
 @hookimpl

@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
-import os
 import re
 import threading
 import time
@@ -36,13 +34,19 @@ from pydantic import Field, ValidationError
 from reme_core import hookimpl
 from reme_core.components import ComponentContext, ComponentSettings, Llm, ModelT
 from reme_core.errors import ConfigError, LlmError
+from reme_plugins.openai_endpoint import (
+    EndpointSettings,
+    api_key,
+    backoff_delay,
+    parse_retry_after,
+    refusal,
+)
 
 if TYPE_CHECKING:
     import openai
 
 log = logging.getLogger(__name__)
 
-MAX_RETRY_AFTER = 60.0
 NO_KEY = "unused"  # the openai client insists on a key; the real one goes in each request
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 
@@ -52,17 +56,10 @@ class OpenAILlm(Llm):
 
     name: ClassVar[str] = "openai"
 
-    class Settings(ComponentSettings):
-        base_url: str = "https://api.openai.com/v1"
+    class Settings(EndpointSettings):
         model: str = Field(min_length=1)
         """The endpoint's model name, e.g. ``gpt-4o-mini`` or ``qwen2.5:7b``. Required."""
-        api_key_env: str = "OPENAI_API_KEY"
-        """Environment variable holding the key, read on every request."""
         timeout: float = Field(60.0, gt=0)
-        retries: int = Field(3, ge=0)
-        """HTTP retries (429, 5xx, timeouts, connection errors) per request."""
-        retry_base_delay: float = Field(0.5, ge=0)
-        """Seconds before the first retry, doubled for each next one."""
         max_validation_retries: int = Field(2, ge=0)
         temperature: float = Field(0.0, ge=0)
         structured_mode: Literal["tools", "json_schema", "json"] = "json_schema"
@@ -216,7 +213,7 @@ class OpenAILlm(Llm):
                 last_error = f"HTTP {status}: {_error_message(exc)}"
                 if status != 429 and status < 500:
                     raise LlmError(self._refused(status, last_error)) from None
-                last_retry_after = _retry_after(exc.response.headers.get("retry-after"))
+                last_retry_after = parse_retry_after(exc.response.headers.get("retry-after"))
             except openai.OpenAIError as exc:
                 raise LlmError(f"{self._where()} failed: {exc}") from exc
             except ValueError as exc:  # a 200 whose body is not JSON
@@ -239,27 +236,17 @@ class OpenAILlm(Llm):
         return response
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
-        delay = self.settings.retry_base_delay * 2 ** (attempt - 1)
-        if retry_after is not None and self.settings.retry_base_delay > 0:
-            delay = max(delay, retry_after)
-        return delay
+        return backoff_delay(self.settings, attempt, retry_after)
 
     def _headers(self) -> dict[str, Any]:
         import openai
 
-        key = os.environ.get(self.settings.api_key_env, "").strip()
+        key = api_key(self.settings)
         # Without a key no Authorization header at all, which is what local servers expect.
         return {"Authorization": f"Bearer {key}" if key else openai.Omit()}
 
     def _refused(self, status: int, error: str) -> str:
-        s = self.settings
-        message = f"{self._where()} refused the request: {error}"
-        if status in (401, 403):
-            if os.environ.get(s.api_key_env, "").strip():
-                message += f" (check the API key in ${s.api_key_env})"
-            else:
-                message += f" (set the API key in ${s.api_key_env})"
-        return message
+        return refusal(self.settings, self._where(), status, error)
 
 
 def extract_json(text: str) -> str | None:
@@ -326,14 +313,6 @@ def _error_message(exc: Any) -> str:
     except (ValueError, KeyError, TypeError):
         message = response.text
     return str(message).strip()[:300] or response.reason_phrase
-
-
-def _retry_after(value: str | None) -> float | None:
-    try:
-        seconds = float(value or "")
-    except ValueError:
-        return None
-    return min(seconds, MAX_RETRY_AFTER) if math.isfinite(seconds) and seconds >= 0 else None
 
 
 @hookimpl
