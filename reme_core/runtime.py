@@ -89,6 +89,8 @@ class Reme:
             max_read_bytes=settings.files.max_read_bytes,
             max_file_bytes=settings.index.max_file_bytes,
         )
+        # The model pipelines use; None when no LLM is configured (steps must then say so).
+        self.llm = self._build("llm", components.llm, "components.llm", context)
         self.vectors = self._build_vectors(context)
         self.indexer.vectors = self.vectors
         arms: list[SearchArm] = [KeywordArm(self.keyword)]
@@ -221,7 +223,13 @@ class Reme:
             self.embedding_cache.close()
         with self.indexer.lock:
             self.keyword.flush()
-            for component in (self.keyword, self.graph, self.tags, *self.chunkers.values()):
+            for component in (
+                self.keyword,
+                self.graph,
+                self.tags,
+                self.llm,
+                *self.chunkers.values(),
+            ):
                 if component is not None:
                     component.close()
             self.catalog.close()

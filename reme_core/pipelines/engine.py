@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from reme_core.components import LlmUsage
 from reme_core.errors import RemeError
 from reme_core.settings import resolve_component
 from reme_core.workspace.history import HistoryError
@@ -33,6 +34,8 @@ class PipelineResult(BaseModel):
     """The history commit holding this run's file changes (``reme revert`` takes it); None when
     the run changed no file."""
     history_error: str | None = None
+    usage: LlmUsage = Field(default_factory=LlmUsage)
+    """LLM calls and tokens this run spent (zero when no step used the model)."""
 
 
 class PipelineError(RemeError):
@@ -49,6 +52,7 @@ def run_pipeline(reme: Reme, name: str, params: dict[str, Any]) -> PipelineResul
     result = PipelineResult(pipeline=name, params=params)
     started = time.perf_counter()
     history_error = _record(reme, "reme: snapshot of changes made outside reme")
+    usage_before = reme.llm.usage.model_copy() if reme.llm is not None else LlmUsage()
     for i, selection in enumerate(pipelines[name].steps):
         path = f"pipelines.{name}.steps[{i}]"
         cls, settings = resolve_component(reme.plugins, "step", selection, path)
@@ -71,6 +75,8 @@ def run_pipeline(reme: Reme, name: str, params: dict[str, Any]) -> PipelineResul
             StepReport(name=selection.name, seconds=time.perf_counter() - t0, keys=sorted(changes))
         )
     result.seconds = time.perf_counter() - started
+    if reme.llm is not None:
+        result.usage = _spent(usage_before, reme.llm.usage)
     if history_error is None:
         summary = ", ".join(f"{k}={_short(v)}" for k, v in params.items())
         message = f"reme run {name}" + (f" ({summary})" if summary else "")
@@ -89,6 +95,15 @@ def _record(reme: Reme, message: str, result: PipelineResult | None = None) -> s
     if result is not None:
         result.history = run
     return None
+
+
+def _spent(before: LlmUsage, after: LlmUsage) -> LlmUsage:
+    return LlmUsage(
+        calls=after.calls - before.calls,
+        prompt_tokens=after.prompt_tokens - before.prompt_tokens,
+        completion_tokens=after.completion_tokens - before.completion_tokens,
+        retries=after.retries - before.retries,
+    )
 
 
 def _short(value: Any) -> str:

@@ -127,3 +127,39 @@ def test_reme_run_cli(tmp_path: Path):
     assert data["pipeline"] == "search" and len(data["outputs"]["search"]["hits"]) == 1
     missing = CliRunner().invoke(cli, ["run", "nope", "-w", str(root)])
     assert missing.exit_code != 0 and "unknown pipeline 'nope'" in missing.output
+
+
+class Ask(Step):
+    name = "ask"
+
+    def run(self, reme, state):  # type: ignore[no-untyped-def]
+        return {"answer": reme.llm.complete([{"role": "user", "content": state["question"]}])}
+
+
+def test_llm_calls_and_tokens_are_reported_per_run(tmp_path: Path):
+    plugins = Plugins()
+    for module in DEFAULT_PLUGIN_MODULES:
+        plugins.register(module)
+
+    class AskPlugin:
+        @hookimpl
+        def register_steps(self, register):  # type: ignore[no-untyped-def]
+            register(Ask)
+
+    plugins.register(AskPlugin(), name="ask_plugin")
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "script.json").write_text('["forty-two", "again"]')
+    overrides = [
+        "components.llm.name=scripted",
+        "components.llm.settings.path=script.json",
+        "pipelines.ask.steps=[{name: ask}]",
+    ]
+    with Reme.open(root, plugins=plugins, env=KEYWORD_ONLY_ENV, overrides=overrides) as reme:
+        first = reme.run("ask", {"question": "what is the answer?"})
+        second = reme.run("ask", {"question": "and now?"})
+        searched = reme.run("search", {"query": "anything"})
+    assert first.outputs == {"answer": "forty-two"} and second.outputs == {"answer": "again"}
+    assert first.usage.calls == 1 and first.usage.prompt_tokens > 0
+    assert second.usage.calls == 1  # per run, not cumulative
+    assert searched.usage.calls == 0
