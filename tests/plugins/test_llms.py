@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +23,7 @@ from reme_plugins import llm_openai, llm_scripted
 from reme_plugins.llm_openai import OpenAILlm, extract_json
 from reme_plugins.llm_scripted import ScriptedLlm
 from tests.conformance.llm import MESSAGES, VALID, LlmConformance, Person
+from tests.fake_openai_server import ScriptedServer, Send
 
 # -- registration ------------------------------------------------------------------------------
 
@@ -48,106 +47,60 @@ def test_settings_reject_unknown_keys(cls, required) -> None:
 # -- openai: a fake OpenAI-compatible chat server ----------------------------------------------
 
 
-class FakeChatServer:
-    """``POST /v1/chat/completions`` on 127.0.0.1, answering scripted texts with usage.
+class FakeChatServer(ScriptedServer):
+    """``POST /v1/chat/completions`` answering scripted texts with usage.
 
-    ``script`` holds one action per coming request, consumed in order; when it is empty the
-    server answers ``"ok"``. Actions: ``("text", content)``, ``("tool", arguments_json)``,
-    ``("status", code, headers)``, ``("garbage", body)``, ``("delay", seconds)`` (then "ok").
+    Actions: ``("text", content)``, ``("tool", arguments_json)``, ``("status", code, headers)``,
+    ``("garbage", body)``, ``("delay", seconds)`` (then "ok").
     """
 
-    def __init__(self) -> None:
-        self.script: list[tuple[Any, ...]] = []
-        self.requests: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
-        server = self
+    route = "/v1/chat/completions"
+    default_action = ("text", "ok")
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with server._lock:
-                    server.requests.append(
-                        {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
-                    )
-                    action = server.script.pop(0) if server.script else ("text", "ok")
-                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                    self._answer(body, action)  # may find the client gone (timeout test)
-
-            def _answer(self, body: dict[str, Any], action: tuple[Any, ...]) -> None:
-                kind = action[0]
-                if self.path != "/v1/chat/completions":
-                    return self._send(404, json.dumps({"error": {"message": "no such route"}}))
-                if kind == "status":
-                    code, headers = action[1], action[2] if len(action) > 2 else {}
-                    error = json.dumps({"error": {"message": f"scripted {code}"}})
-                    return self._send(code, error, headers)
-                if kind == "garbage":
-                    return self._send(200, action[1])
-                if kind == "delay":
-                    time.sleep(action[1])
-                message: dict[str, Any] = {"role": "assistant", "content": "ok"}
-                if kind == "text":
-                    message["content"] = action[1]
-                elif kind == "tool":
-                    name = body["tools"][0]["function"]["name"]
-                    message = {
-                        "role": "assistant",
-                        "content": None,
-                        "tool_calls": [
-                            {
-                                "id": "call_1",
-                                "type": "function",
-                                "function": {"name": name, "arguments": action[1]},
-                            }
-                        ],
+    def answer(self, send: Send, body: dict[str, Any], action: tuple[Any, ...]) -> None:
+        kind = action[0]
+        if kind == "status":
+            code, headers = action[1], action[2] if len(action) > 2 else {}
+            return send(code, json.dumps({"error": {"message": f"scripted {code}"}}), headers)
+        if kind == "garbage":
+            return send(200, action[1])
+        if kind == "delay":
+            time.sleep(action[1])
+        message: dict[str, Any] = {"role": "assistant", "content": "ok"}
+        if kind == "text":
+            message["content"] = action[1]
+        elif kind == "tool":
+            name = body["tools"][0]["function"]["name"]
+            message = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": name, "arguments": action[1]},
                     }
-                prompt = sum(len(str(m.get("content") or "")) for m in body["messages"])
-                completion = len(message["content"] or action[1])
-                reply = {
-                    "id": "chatcmpl-1",
-                    "object": "chat.completion",
-                    "created": 0,
-                    "model": body["model"],
-                    "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-                    "usage": {
-                        "prompt_tokens": prompt // 4 + 1,
-                        "completion_tokens": completion // 4 + 1,
-                        "total_tokens": prompt // 4 + completion // 4 + 2,
-                    },
-                }
-                return self._send(200, json.dumps(reply))
-
-            def _send(self, code: int, text: str, headers: dict[str, str] | None = None) -> None:
-                payload = text.encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                for key, value in (headers or {}).items():
-                    self.send_header(key, value)
-                self.end_headers()
-                self.wfile.write(payload)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self._thread.start()
+                ],
+            }
+        prompt = sum(len(str(m.get("content") or "")) for m in body["messages"])
+        completion = len(message["content"] or action[1])
+        reply = {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "usage": {
+                "prompt_tokens": prompt // 4 + 1,
+                "completion_tokens": completion // 4 + 1,
+                "total_tokens": prompt // 4 + completion // 4 + 2,
+            },
+        }
+        return send(200, json.dumps(reply))
 
     def texts(self, *contents: str) -> None:
         with self._lock:
             self.script.extend(("text", c) for c in contents)
-
-    def reset(self) -> None:
-        with self._lock:
-            self.script.clear()
-            self.requests.clear()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.fixture(scope="module")
