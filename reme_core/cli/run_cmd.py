@@ -62,6 +62,13 @@ def run_command(
     def text(r: Any) -> str:
         lines = [f"{r.pipeline}: {len(r.steps)} step(s) in {r.seconds:.2f}s"]
         lines += [f"  {s.name}: {', '.join(s.keys) or '-'} ({s.seconds:.2f}s)" for s in r.steps]
+        if r.usage.calls:
+            u = r.usage
+            lines.append(
+                f"  llm: {u.calls} call(s), {u.prompt_tokens} prompt + "
+                f"{u.completion_tokens} completion tokens"
+            )
+        lines += [f"  {verb}" for verb in r.verbs]
         lines.append(json.dumps(r.outputs, indent=2, ensure_ascii=False, default=str))
         return "\n".join(lines)
 
@@ -79,7 +86,11 @@ def history_command(opener: Callable[[], Reme], as_json: bool, limit: int) -> No
         entries,
         as_json,
         lambda es: (
-            "\n".join(f"{e.run}  {e.date}  {e.message}  ({len(e.files)} file(s))" for e in es)
+            "\n".join(
+                f"{e.run}  {e.date}  {e.message}  ({len(e.files)} file(s))"
+                + "".join(f"\n    {verb}" for verb in e.verbs)
+                for e in es
+            )
             or "no history yet"
         ),
     )

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from reme_core.components import LlmUsage
 from reme_core.errors import RemeError
+from reme_core.pipelines.run import PipelineRun
 from reme_core.settings import resolve_component
 from reme_core.workspace.history import HistoryError
 
@@ -36,6 +37,8 @@ class PipelineResult(BaseModel):
     history_error: str | None = None
     usage: LlmUsage = Field(default_factory=LlmUsage)
     """LLM calls and tokens this run spent (zero when no step used the model)."""
+    verbs: list[str] = Field(default_factory=list)
+    """What the steps report having done (``CREATE digest/wiki/x.md``), as in the history."""
 
 
 class PipelineError(RemeError):
@@ -52,14 +55,15 @@ def run_pipeline(reme: Reme, name: str, params: dict[str, Any]) -> PipelineResul
     result = PipelineResult(pipeline=name, params=params)
     started = time.perf_counter()
     history_error = _record(reme, "reme: snapshot of changes made outside reme")
-    usage_before = reme.llm.usage.model_copy() if reme.llm is not None else LlmUsage()
+    run = PipelineRun(reme=reme, name=name, llm=reme.llm_for(name))
+    usage_before = run.llm.usage.model_copy() if run.llm is not None else LlmUsage()
     for i, selection in enumerate(pipelines[name].steps):
         path = f"pipelines.{name}.steps[{i}]"
         cls, settings = resolve_component(reme.plugins, "step", selection, path)
         step = cls(settings, reme.context)
         t0 = time.perf_counter()
         try:
-            changes = step.run(reme, state)
+            changes = step.run(run, state)
         except RemeError as exc:
             raise PipelineError(f"{name}: step {selection.name!r} failed: {exc}") from exc
         finally:
@@ -75,12 +79,13 @@ def run_pipeline(reme: Reme, name: str, params: dict[str, Any]) -> PipelineResul
             StepReport(name=selection.name, seconds=time.perf_counter() - t0, keys=sorted(changes))
         )
     result.seconds = time.perf_counter() - started
-    if reme.llm is not None:
-        result.usage = _spent(usage_before, reme.llm.usage)
+    if run.llm is not None:
+        # Cumulative counters on a shared model: concurrent runs of one pipeline would each
+        # count the other's calls. The server issue serialises runs per pipeline.
+        result.usage = _spent(usage_before, run.llm.usage)
+    result.verbs = list(run.verbs)
     if history_error is None:
-        summary = ", ".join(f"{k}={_short(v)}" for k, v in params.items())
-        message = f"reme run {name}" + (f" ({summary})" if summary else "")
-        history_error = _record(reme, message, result)
+        history_error = _record(reme, _commit_message(name, params, run.verbs), result)
     result.history_error = history_error
     return result
 
@@ -95,6 +100,16 @@ def _record(reme: Reme, message: str, result: PipelineResult | None = None) -> s
     if result is not None:
         result.history = run
     return None
+
+
+def _commit_message(name: str, params: dict[str, Any], verbs: list[str]) -> str:
+    """``reme run NAME (k=v, ...)`` then one line per verb, so ``reme history`` says what
+    each run did."""
+    summary = ", ".join(f"{k}={_short(v)}" for k, v in params.items())
+    message = f"reme run {name}" + (f" ({summary})" if summary else "")
+    if verbs:
+        message += "\n\n" + "\n".join(verbs)
+    return message
 
 
 def _spent(before: LlmUsage, after: LlmUsage) -> LlmUsage:

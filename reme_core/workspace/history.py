@@ -31,6 +31,8 @@ class HistoryEntry(BaseModel):
     """Short commit id: what ``reme revert`` takes."""
     date: str
     message: str
+    verbs: list[str] = []
+    """What the run did, one line each (``CREATE digest/wiki/x.md``), from the commit body."""
     files: list[str]
 
 
@@ -75,14 +77,20 @@ class History:
             return []
         if self._git("rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode != 0:
             return []
-        out = self._git("log", f"-{limit}", "--name-only", "--format=\x1e%h\x1f%cI\x1f%s").stdout
+        out = self._git(
+            "log", f"-{limit}", "--name-only", "--format=\x1e%h\x1f%cI\x1f%s\x1f%b\x1d"
+        ).stdout
         entries = []
         for block in out.split("\x1e")[1:]:
-            head, _, files = block.partition("\n")
-            run, date, message = head.split("\x1f", 2)
+            head, _, files = block.partition("\x1d")
+            run, date, message, body = head.split("\x1f", 3)
             entries.append(
                 HistoryEntry(
-                    run=run, date=date, message=message, files=[f for f in files.split("\n") if f]
+                    run=run,
+                    date=date,
+                    message=message,
+                    verbs=[line for line in body.splitlines() if line.strip()],
+                    files=[f for f in files.split("\n") if f],
                 )
             )
         return entries

@@ -31,7 +31,7 @@ class FakeAgent(AgentWrapper):
 class EchoStep(Step):
     name = "echo"
 
-    def run(self, reme: object, state: dict) -> dict:
+    def run(self, run: object, state: dict) -> dict:
         return {"echo": state.get("input")}
 
 

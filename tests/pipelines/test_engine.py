@@ -22,14 +22,14 @@ from reme_core.runtime import Reme
 class Double(Step):
     name = "double"
 
-    def run(self, reme, state):  # type: ignore[no-untyped-def]
+    def run(self, run, state):  # type: ignore[no-untyped-def]
         return {"value": state["value"] * 2}
 
 
 class Boom(Step):
     name = "boom"
 
-    def run(self, reme, state):  # type: ignore[no-untyped-def]
+    def run(self, run, state):  # type: ignore[no-untyped-def]
         raise SearchError("scripted failure")
 
 
@@ -132,8 +132,8 @@ def test_reme_run_cli(tmp_path: Path):
 class Ask(Step):
     name = "ask"
 
-    def run(self, reme, state):  # type: ignore[no-untyped-def]
-        return {"answer": reme.llm.complete([{"role": "user", "content": state["question"]}])}
+    def run(self, run, state):  # type: ignore[no-untyped-def]
+        return {"answer": run.llm.complete([{"role": "user", "content": state["question"]}])}
 
 
 def test_llm_calls_and_tokens_are_reported_per_run(tmp_path: Path):

@@ -20,8 +20,8 @@ from reme_core.workspace.history import History, HistoryError
 class WriteNote(Step):
     name = "write_note"
 
-    def run(self, reme, state):  # type: ignore[no-untyped-def]
-        written = reme.files.write(state["path"], state["content"])
+    def run(self, run, state):  # type: ignore[no-untyped-def]
+        written = run.reme.files.write(state["path"], state["content"])
         return {"written": written.path}
 
 

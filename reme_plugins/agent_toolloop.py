@@ -1,0 +1,1 @@
+"""The built-in agent wrapper `toolloop` (being written)."""

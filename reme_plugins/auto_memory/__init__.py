@@ -1,0 +1,1 @@
+"""The auto_memory pipeline."""

@@ -1,0 +1,1 @@
+"""The dream pipeline."""
