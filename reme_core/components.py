@@ -321,6 +321,9 @@ class AgentTask(BaseModel):
     """The user message: the work itself, with any input inlined."""
     max_turns: int = Field(default=12, ge=1, le=200)
     """Model calls at most; the run stops (``stopped="max_turns"``) when they are spent."""
+    language: str | None = None
+    """Language for the wrapper's own prompts (``en``, ``zh``); pipeline steps get the configured
+    ``language`` filled in."""
 
 
 class AgentToolCall(BaseModel):

@@ -86,7 +86,10 @@ class ComponentsConfig(_Strict):
         default_factory=lambda: ComponentSelection(name="zvec")
     )
     llm: ComponentSelection | None = None
-    agent_wrapper: ComponentSelection | None = None
+    # Used only by steps set to an agentic mode; it runs on the pipeline's llm.
+    agent_wrapper: ComponentSelection | None = Field(
+        default_factory=lambda: ComponentSelection(name="toolloop")
+    )
     chunkers: dict[str, ComponentSelection] = Field(default_factory=_chunker_defaults)
 
     @field_validator("chunkers", mode="before")

@@ -374,9 +374,12 @@ def test_resolve_component_bad_settings(plugins: Plugins) -> None:
 
 
 def test_validate_components_accepts_the_defaults(plugins: Plugins) -> None:
-    # The fake plugin set has no vector components; the defaults otherwise resolve as they are.
+    # The fake plugin set has no vector components or agent; the rest resolve as they are.
     keyword_only = Settings.model_validate(
-        {"components": {"embedding": None, "file_store": None}, "pipelines": {}}
+        {
+            "components": {"embedding": None, "file_store": None, "agent_wrapper": None},
+            "pipelines": {},
+        }
     )
     resolved = validate_components(keyword_only, plugins)
     assert set(resolved) == {

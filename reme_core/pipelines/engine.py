@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from reme_core.components import LlmUsage
-from reme_core.errors import RemeError
+from reme_core.errors import ConfigError, RemeError
 from reme_core.pipelines.run import PipelineRun
 from reme_core.settings import resolve_component
 from reme_core.workspace.history import HistoryError
@@ -64,6 +64,8 @@ def run_pipeline(reme: Reme, name: str, params: dict[str, Any]) -> PipelineResul
         t0 = time.perf_counter()
         try:
             changes = step.run(run, state)
+        except ConfigError:
+            raise  # a configuration problem (no model set): exit code 2, message as is
         except RemeError as exc:
             raise PipelineError(f"{name}: step {selection.name!r} failed: {exc}") from exc
         finally:

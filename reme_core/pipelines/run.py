@@ -48,6 +48,8 @@ class PipelineRun:
         The paths come from the step (server side), never from the caller's params; an empty
         list allows nothing.
         """
+        if task.language is None:
+            task = task.model_copy(update={"language": self.language})
         return self.reme.run_agent(task, allowed_paths, llm=self.llm)
 
     def record(self, verb: str) -> None:
