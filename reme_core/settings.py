@@ -147,7 +147,14 @@ class PipelineConfig(_Strict):
 
 
 def _pipeline_defaults() -> dict[str, PipelineConfig]:
-    return {"search": PipelineConfig(steps=[ComponentSelection(name="search")])}
+    def steps(*names: str) -> PipelineConfig:
+        return PipelineConfig(steps=[ComponentSelection(name=n) for n in names])
+
+    return {
+        "search": steps("search"),
+        "auto_resource": steps("auto_resource", "auto_tag"),
+        "auto_tag": steps("auto_tag"),
+    }
 
 
 class Settings(BaseSettings):

@@ -67,6 +67,12 @@ def run_pipeline(reme: Reme, name: str, params: dict[str, Any]) -> PipelineResul
         except ConfigError:
             raise  # a configuration problem (no model set): exit code 2, message as is
         except RemeError as exc:
+            # Files earlier steps wrote stay written; commit them under this run's name rather
+            # than leaving them to the next run's "changes made outside reme" snapshot.
+            if history_error is None:
+                _record(
+                    reme, _commit_message(name, params, [*run.verbs, f"FAILED at {selection.name}"])
+                )
             raise PipelineError(f"{name}: step {selection.name!r} failed: {exc}") from exc
         finally:
             step.close()

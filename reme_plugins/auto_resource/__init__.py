@@ -1,1 +1,1 @@
-"""The auto_resource pipeline."""
+"""The auto_resource pipeline: each file in ``resource/`` becomes one resource note."""

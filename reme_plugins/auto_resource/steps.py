@@ -1,1 +1,58 @@
-"""The auto_resource steps (being written)."""
+"""The ``auto_resource`` step.
+
+Params: ``path`` (one file in ``resource/``); without it the whole of ``resource/`` is reconciled
+(new files, files whose bytes changed, renamed files, deleted files). Adds ``notes``
+(``{resource, note, action}`` per note written), ``skipped`` and ``pending`` (``{path, reason}``),
+``unchanged`` (a count) and ``changed`` (note paths written, added to any an earlier step listed,
+for auto_tag).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from reme_core import hookimpl
+from reme_core.components import ComponentSettings, Step
+from reme_plugins.auto_resource.reconcile import Limits, Reconciler, resource_path
+
+
+class AutoResourceStep(Step):
+    """Summarises resource files into notes, map-reduce for files larger than one prompt."""
+
+    name: ClassVar[str] = "auto_resource"
+
+    class Settings(ComponentSettings):
+        max_prompt_tokens: int = Field(default=6000, ge=256)
+        """The most tokens one prompt may carry, system message included (estimated as the
+        usage accounting does); parts and partial summaries are sized to fit."""
+        max_parts: int = Field(default=64, ge=1)
+        """A file needing more parts than this is skipped rather than costing that many calls."""
+        max_file_bytes: int = Field(default=20 * 1024 * 1024, ge=1)
+        """Larger files are skipped (PDFs run larger than the index's note limit)."""
+        max_key_points: int = Field(default=10, ge=0)
+        lock_timeout_seconds: float = Field(default=10.0, ge=0)
+        """How long to wait for another run working on the same file before leaving it
+        pending."""
+
+    settings: Settings
+
+    def run(self, run: Any, state: dict[str, Any]) -> dict[str, Any]:
+        llm = run.require_llm("auto_resource")
+        target = state.get("path")
+        rel = resource_path(run.reme.paths, target) if target is not None else None
+        limits = Limits(**self.settings.model_dump())
+        reconciler = Reconciler(run, llm, limits)
+        outcome = reconciler.reconcile_one(rel) if rel is not None else reconciler.reconcile_all()
+        result = outcome.model_dump(mode="json")
+        earlier = [p for p in state.get("changed") or [] if isinstance(p, str)]
+        result["changed"] = list(dict.fromkeys([*earlier, *outcome.changed]))
+        return result
+
+
+@hookimpl
+def register_steps(register: Callable[[type[Step]], None]) -> None:
+    """Register the ``auto_resource`` step."""
+    register(AutoResourceStep)

@@ -11,6 +11,8 @@ from conftest import DEFAULT_PLUGIN_MODULES, KEYWORD_ONLY_ENV
 
 from reme_core import hookimpl
 from reme_core.components import Step
+from reme_core.errors import WorkspaceError
+from reme_core.pipelines.engine import PipelineError
 from reme_core.plugins import Plugins
 from reme_core.runtime import Reme
 from reme_core.workspace import init_workspace
@@ -25,10 +27,18 @@ class WriteNote(Step):
         return {"written": written.path}
 
 
+class FailAfter(Step):
+    name = "fail_after"
+
+    def run(self, run, state):  # type: ignore[no-untyped-def]
+        raise WorkspaceError("scripted failure after a write")
+
+
 class Steps:
     @hookimpl
     def register_steps(self, register):  # type: ignore[no-untyped-def]
         register(WriteNote)
+        register(FailAfter)
 
 
 @pytest.fixture
@@ -40,7 +50,10 @@ def reme(tmp_path: Path) -> Iterator[Reme]:
     root = tmp_path / "ws"
     init_workspace(root)
     (root / "digest/wiki/keep.md").write_text("# Keep\n\nfirst line\n", encoding="utf-8")
-    overrides = ["pipelines.note.steps=[{name: write_note}]"]
+    overrides = [
+        "pipelines.note.steps=[{name: write_note}]",
+        "pipelines.half.steps=[{name: write_note}, {name: fail_after}]",
+    ]
     with Reme.open(root, plugins=plugins, env=KEYWORD_ONLY_ENV, overrides=overrides) as opened:
         opened.index()
         yield opened
@@ -65,6 +78,15 @@ def test_a_run_that_writes_is_recorded_and_revertible(reme: Reme):
     assert not (reme.root / "daily/2026-11-29/run.md").exists()
     assert "edited by hand" in (reme.root / "digest/wiki/keep.md").read_text()
     assert reme.search("narwhal").hits == []  # reindexed
+
+
+def test_files_written_before_a_failing_step_are_recorded_under_the_run(reme: Reme):
+    with pytest.raises(PipelineError, match="fail_after"):
+        reme.run("half", {"path": "daily/2026-11-29/half.md", "content": "# Half\n"})
+    entry = reme.history.entries()[0]
+    assert entry.message.startswith("reme run half (")
+    assert entry.verbs == ["FAILED at fail_after"]
+    assert entry.files == ["daily/2026-11-29/half.md"]
 
 
 def test_a_run_that_changes_nothing_records_nothing(reme: Reme):
