@@ -154,6 +154,7 @@ def _pipeline_defaults() -> dict[str, PipelineConfig]:
         "search": steps("search"),
         "auto_resource": steps("auto_resource", "auto_tag"),
         "auto_tag": steps("auto_tag"),
+        "dream": steps("dream_extract", "dream_integrate", "dream_finish", "auto_tag"),
     }
 
 

@@ -368,8 +368,16 @@ class FileTools:
 
     # -- mutating tools ---------------------------------------------------------------------
 
-    def write(self, path: str, content: str, expected_hash: str | None = None) -> WriteResult:
-        """Create or replace a Markdown note; ``expected_hash`` guards against lost updates."""
+    def write(
+        self,
+        path: str,
+        content: str,
+        expected_hash: str | None = None,
+        *,
+        create_only: bool = False,
+    ) -> WriteResult:
+        """Create or replace a Markdown note; ``expected_hash`` guards against lost updates and
+        ``create_only`` makes an existing file a conflict (a new node must not replace one)."""
         rel, absolute = self._resolve(path, for_write=True)
         self._require_md(rel, "write")
         data = self._validate_note(rel, content)
@@ -378,6 +386,8 @@ class FileTools:
             if absolute.is_dir():
                 raise WorkspaceError(f"{rel} is a folder; choose a file path ending in .md")
             before = self._existing_hash(rel, absolute)
+            if create_only and (before is not None or os.path.lexists(absolute)):
+                raise ConflictError(f"{rel} already exists; choose a new path")
             self._check_expected(rel, before, expected_hash)
             if before == after:
                 return WriteResult(

@@ -1,1 +1,185 @@
-"""The dream steps (being written)."""
+"""The dream steps: ``dream_extract``, ``dream_integrate``, ``dream_finish`` (then ``auto_tag``).
+
+Params (state): ``date`` (``YYYY-MM-DD``: only that day's notes; default every unprocessed
+day) and ``dry_run`` (decide and verify, write and checkpoint nothing). Units travel between
+the steps as plain dicts. ``dream_finish`` leaves ``changed`` (the digest nodes written) for
+``auto_tag``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from pydantic import Field, ValidationError
+
+from reme_core import hookimpl
+from reme_core.components import ComponentSettings, Step
+from reme_core.pipelines.locks import named_lock
+
+from .checkpoint import load_checkpoint, record_run, save_checkpoint
+from .extract import extract_units
+from .integrate import Integrator
+from .units import DreamError, DreamParams, DreamUnit, UnitOutcome
+
+LOCK = "dream"
+"""Held while a step reads or writes the checkpoint or the digest, so two runs do not mix."""
+PROMPTS = ("reme_plugins", "dream")
+
+
+def _models(state: dict[str, Any], key: str, model: type[Any]) -> list[Any]:
+    value = state.get(key, [])
+    if not isinstance(value, list):
+        raise DreamError(f"state {key!r} must be a list, got {type(value).__name__}")
+    try:
+        return [model.model_validate(item) for item in value]
+    except ValidationError as exc:
+        raise DreamError(f"state {key!r} is malformed: {exc.errors()[0]['msg']}") from None
+
+
+class DreamExtract(Step):
+    """Units from the daily notes changed since their last consolidation, plus queued units."""
+
+    name: ClassVar[str] = "dream_extract"
+
+    class Settings(ComponentSettings):
+        max_units: int = Field(20, ge=1, le=1000)
+        """Units integrated per run at most; the rest wait in the queue."""
+        batch_tokens: int = Field(6000, ge=500, le=200_000)
+        """Token budget of one extraction prompt's notes (a longer note is sent in parts)."""
+        extract_retries: int = Field(1, ge=0, le=10)
+        """Extra attempts at a batch after a model error."""
+        output_retries: int | None = Field(None, ge=0, le=10)
+        """Retries of invalid structured output inside one call; None = the model's default."""
+
+    settings: Settings
+
+    def run(self, run: Any, state: dict[str, Any]) -> dict[str, Any]:
+        params = DreamParams.from_state(state)
+        llm = run.require_llm("dream")
+        prompts = run.prompts(*PROMPTS)
+        reme = run.reme
+        with named_lock(reme.state_dir, LOCK):
+            checkpoint = load_checkpoint(reme.state_dir)
+        report = extract_units(
+            reme,
+            llm,
+            prompts,
+            checkpoint,
+            day=params.date,
+            max_units=self.settings.max_units,
+            batch_tokens=self.settings.batch_tokens,
+            retries=self.settings.extract_retries,
+            output_retries=self.settings.output_retries,
+        )
+        return {
+            "units": [u.model_dump(mode="json") for u in report.units],
+            "deferred": [u.model_dump(mode="json") for u in report.deferred],
+            "extracted": report.extracted,
+            "stale": report.stale,
+            "pending": report.pending,
+            "extract_failures": [f.model_dump(mode="json") for f in report.failures],
+            "problems": report.problems,
+        }
+
+
+class DreamIntegrate(Step):
+    """Each unit into one digest node, applied and verified by the core."""
+
+    name: ClassVar[str] = "dream_integrate"
+
+    class Settings(ComponentSettings):
+        candidates: int = Field(5, ge=1, le=50)
+        """Digest nodes recalled per unit and shown to the model."""
+        max_decision_retries: int = Field(2, ge=0, le=10)
+        """Extra attempts after a rejected decision or a model error."""
+        output_retries: int | None = Field(None, ge=0, le=10)
+        """Retries of invalid structured output inside one call; None = the model's default."""
+
+    settings: Settings
+
+    def run(self, run: Any, state: dict[str, Any]) -> dict[str, Any]:
+        params = DreamParams.from_state(state)
+        units: list[DreamUnit] = _models(state, "units", DreamUnit)
+        integrator = Integrator(
+            reme=run.reme,
+            llm=run.require_llm("dream"),
+            prompts=run.prompts(*PROMPTS),
+            candidates=self.settings.candidates,
+            retries=self.settings.max_decision_retries,
+            output_retries=self.settings.output_retries,
+            dry_run=params.dry_run,
+            record=run.record,
+        )
+        outcomes: list[UnitOutcome] = []
+        written: list[str] = []
+        with named_lock(run.reme.state_dir, LOCK):
+            for unit in units:
+                outcome, path = integrator.integrate(unit)
+                outcomes.append(outcome)
+                if path is not None and path not in written:
+                    written.append(path)
+        return {
+            "decisions": [o.model_dump(mode="json") for o in outcomes],
+            "written": written,
+            "failed": [
+                {"unit": o.name, "sources": o.sources, "reason": o.reason}
+                for o in outcomes
+                if not o.succeeded
+            ],
+        }
+
+
+class DreamFinish(Step):
+    """Checkpoint what was consolidated; hand the changed nodes to auto_tag."""
+
+    name: ClassVar[str] = "dream_finish"
+
+    def run(self, run: Any, state: dict[str, Any]) -> dict[str, Any]:
+        params = DreamParams.from_state(state)
+        written = [p for p in state.get("written", []) if isinstance(p, str)]
+        if params.dry_run:
+            return {"changed": [], "checkpoint": {"saved": False, "reason": "dry run"}}
+        units = {u.id: u for u in _models(state, "units", DreamUnit)}
+        outcomes: list[UnitOutcome] = _models(state, "decisions", UnitOutcome)
+        extracted = state.get("extracted", {})
+        if not isinstance(extracted, dict):
+            raise DreamError("state 'extracted' must map note paths to hashes")
+        reme = run.reme
+        now = dt.datetime.now(reme.settings.tzinfo()).isoformat(timespec="seconds")
+        with named_lock(reme.state_dir, LOCK):
+            checkpoint = record_run(
+                load_checkpoint(reme.state_dir),
+                now=now,
+                extracted={str(k): str(v) for k, v in extracted.items()},
+                outcomes=[o for o in outcomes if o.unit in units],
+                units=units,
+                deferred=_models(state, "deferred", DreamUnit),
+                stale=[str(s) for s in state.get("stale", [])],
+            )
+            path = save_checkpoint(reme.state_dir, checkpoint)
+        return {
+            "changed": sorted(set(written)),
+            "checkpoint": {
+                "saved": True,
+                "path": str(path.relative_to(reme.root)),
+                "notes": len(extracted),
+                "queued": len(checkpoint.queue),
+                "failed": sum(q.status == "failed" for q in checkpoint.queue),
+            },
+        }
+
+
+@hookimpl
+def register_steps(register: Callable[[type[Step]], None]) -> None:
+    register(DreamExtract)
+    register(DreamIntegrate)
+    register(DreamFinish)
+
+
+@hookimpl
+def register_commands(register: Callable[..., None]) -> None:
+    from .cli import dream_command
+
+    register(dream_command)

@@ -1,0 +1,180 @@
+"""Integration: one unit at a time, recall candidate digest nodes, get a decision, apply it in
+memory, verify it, and only then write the one target file.
+
+A rejected decision goes back to the model with the reason; a model error (garbage output
+after the model's own retries, a timeout, an HTTP error) counts as a failed attempt too. When
+the attempts are spent the unit fails and nothing is written for it. Every write indexes the
+file before it returns, so the next unit's search already sees the node this one wrote.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from reme_core.components import Llm
+from reme_core.errors import LlmError, RemeError, SearchError, WorkspaceError
+from reme_core.pipelines.prompts import Prompts
+from reme_core.schema import SearchFilters
+from reme_core.workspace.hashing import content_hash
+from reme_core.workspace.wikilinks import LinkResolver
+
+from .apply import apply_decision
+from .sources import LinkKeys
+from .units import BUCKETS, Decision, DreamUnit, UnitOutcome
+from .verify import check_target, verify
+
+DIGEST_FOLDERS = [f"digest/{bucket}" for bucket in BUCKETS]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    path: str
+    text: str
+    hash: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A verified decision, ready to write."""
+
+    decision: Decision
+    target: str
+    before_hash: str | None
+    after: str
+
+    @property
+    def changes(self) -> bool:
+        return self.before_hash != content_hash(self.after)
+
+
+@dataclass
+class Integrator:
+    reme: Any
+    llm: Llm
+    prompts: Prompts
+    candidates: int
+    retries: int
+    output_retries: int | None
+    dry_run: bool
+    record: Callable[[str], None]
+
+    def integrate(self, unit: DreamUnit) -> tuple[UnitOutcome, str | None]:
+        """Integrate one unit; returns its outcome and the path written (None if none)."""
+        outcome = UnitOutcome(
+            unit=unit.id, name=unit.name, bucket=unit.bucket, sources=unit.sources, result="failed"
+        )
+        try:
+            candidates = self.find_candidates(unit)
+        except (SearchError, WorkspaceError) as exc:
+            outcome.reason = f"candidate search failed: {exc}"
+            return outcome, None
+        outcome.candidates = [c.path for c in candidates]
+        messages = [
+            {"role": "system", "content": self.prompts.render("integrate_system")},
+            {"role": "user", "content": self._prompt(unit, candidates)},
+        ]
+        for _ in range(self.retries + 1):
+            outcome.attempts += 1
+            try:
+                decision = self.llm.structured(messages, Decision, max_retries=self.output_retries)
+            except LlmError as exc:
+                outcome.reason = f"model error: {exc}"
+                continue
+            outcome.verb, outcome.target = decision.verb, decision.target
+            outcome.note = decision.note
+            try:
+                plan = self.plan(decision, unit, candidates)
+            except RemeError as exc:  # DecisionRejected, or a text that cannot be parsed
+                outcome.reason = str(exc)
+                outcome.rejections.append(str(exc))
+                messages += [
+                    {"role": "assistant", "content": decision.model_dump_json(exclude_none=True)},
+                    {"role": "user", "content": self.prompts.render("integrate_retry", reason=exc)},
+                ]
+                continue
+            outcome.target = plan.target
+            return self._finish(outcome, plan)
+        return outcome, None
+
+    def find_candidates(self, unit: DreamUnit) -> list[Candidate]:
+        """The digest nodes search finds for the unit, best first, with their full text."""
+        filters = SearchFilters(paths=list(DIGEST_FOLDERS), statuses=["active"])
+        response = self.reme.search(
+            f"{unit.name}\n{unit.summary}",
+            limit=min(self.candidates * 4, 200),
+            filters=filters,
+            expand=False,
+        )
+        found: list[Candidate] = []
+        for hit in response.hits:
+            if len(found) >= self.candidates:
+                break
+            if hit.path in {c.path for c in found}:
+                continue
+            _, absolute = self.reme.paths.resolve(hit.path)
+            try:
+                data = absolute.read_bytes()
+                text = data.decode("utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue  # gone or unreadable since it was indexed: not a safe target
+            found.append(Candidate(hit.path, text, content_hash(data)))
+        return found
+
+    def plan(self, decision: Decision, unit: DreamUnit, candidates: list[Candidate]) -> Plan:
+        """Apply ``decision`` in memory and verify it; DecisionRejected with the reason if not."""
+        by_path = {c.path: c for c in candidates}
+        target = check_target(decision, unit, list(by_path), self._exists)
+        before = by_path.get(target)
+        known = set(self.reme.catalog.hashes()) | set(unit.sources) | {target}
+        keys = LinkKeys(LinkResolver(known), target)
+        applied = apply_decision(decision, target, before.text if before else None, unit, keys)
+        verify(decision, target, before.text if before else None, applied, unit, keys)
+        return Plan(decision, target, before.hash if before else None, applied.after)
+
+    def _finish(self, outcome: UnitOutcome, plan: Plan) -> tuple[UnitOutcome, str | None]:
+        outcome.reason = None
+        if not plan.changes:
+            outcome.result = "unchanged"  # e.g. CORROBORATE of a node that already cites it
+            return outcome, None
+        if self.dry_run:
+            outcome.result = "dry-run"
+            return outcome, None
+        if plan.before_hash is None and self._exists(plan.target):
+            outcome.reason = f"{plan.target} appeared while the unit was integrated; not replaced"
+            return outcome, None
+        try:
+            self.reme.files.write(
+                plan.target,
+                plan.after,
+                expected_hash=plan.before_hash,
+                create_only=plan.before_hash is None,
+            )
+        except WorkspaceError as exc:  # a hand edit raced the run: nothing is overwritten
+            outcome.reason = f"could not write {plan.target}: {exc}"
+            return outcome, None
+        outcome.result = "applied"
+        self.record(f"{plan.decision.verb} {plan.target}")
+        return outcome, plan.target
+
+    def _exists(self, path: str) -> bool:
+        if os.path.lexists(self.reme.root / path):
+            return True
+        # A case-insensitive file system would let a "new" file overwrite an existing one.
+        lowered = path.lower()
+        return any(p.lower() == lowered for p in self.reme.catalog.hashes())
+
+    def _prompt(self, unit: DreamUnit, candidates: list[Candidate]) -> str:
+        shown = "\n\n".join(
+            f'<candidate path="{c.path}">\n{c.text.rstrip()}\n</candidate>' for c in candidates
+        )
+        return self.prompts.render(
+            "integrate_user",
+            name=unit.name,
+            bucket=unit.bucket,
+            summary=unit.summary,
+            sources="\n".join(f"- {path}" for path in unit.sources),
+            candidates=shown or "(none)",
+        )
