@@ -152,6 +152,8 @@ def _pipeline_defaults() -> dict[str, PipelineConfig]:
 
     return {
         "search": steps("search"),
+        "auto_memory": steps("auto_memory"),
+        "auto_memory_cc": steps("claude_code_transcript", "auto_memory"),
         "auto_resource": steps("auto_resource", "auto_tag"),
         "auto_tag": steps("auto_tag"),
         "dream": steps("dream_extract", "dream_integrate", "dream_finish", "auto_tag"),

@@ -142,6 +142,10 @@ class AutoTagStep(Step):
     settings: Settings
 
     def run(self, run: Any, state: dict[str, Any]) -> dict[str, Any]:
+        if run.llm is None and "changed" in state:
+            # Following a step that works without a model (auto_memory's verbatim notes): the
+            # notes it wrote are kept; tagging waits for a model instead of failing the run.
+            return {"tagged": {}, "tag_skipped_reason": "no model configured (components.llm)"}
         llm = run.require_llm("auto_tag")
         reme = run.reme
         with named_lock(reme.state_dir, "auto_tag", self.settings.lock_timeout_seconds):

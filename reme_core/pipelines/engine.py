@@ -27,6 +27,8 @@ class StepReport(BaseModel):
 class PipelineResult(BaseModel):
     pipeline: str
     params: dict[str, Any]
+    """The params as given, with lists and mappings summarised (``[12 items]``): a transcript is
+    not echoed back, nor written into the history's commit messages."""
     outputs: dict[str, Any] = Field(default_factory=dict)
     """Everything the steps added to the state (params excluded)."""
     steps: list[StepReport] = Field(default_factory=list)
@@ -52,7 +54,7 @@ def run_pipeline(reme: Reme, name: str, params: dict[str, Any]) -> PipelineResul
         available = ", ".join(sorted(pipelines)) or "none"
         raise PipelineError(f"unknown pipeline {name!r} (configured: {available})")
     state: dict[str, Any] = dict(params)
-    result = PipelineResult(pipeline=name, params=params)
+    result = PipelineResult(pipeline=name, params=_echo(params))
     started = time.perf_counter()
     history_error = _record(reme, "reme: snapshot of changes made outside reme")
     run = PipelineRun(reme=reme, name=name, llm=reme.llm_for(name))
@@ -130,8 +132,23 @@ def _spent(before: LlmUsage, after: LlmUsage) -> LlmUsage:
 
 
 def _short(value: Any) -> str:
+    if isinstance(value, list | tuple | dict):
+        return _summary(value)
     text = value if isinstance(value, str) else repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _summary(value: list[Any] | tuple[Any, ...] | dict[Any, Any]) -> str:
+    # Structured params carry content (messages may hold secrets that steps redact); only their
+    # size is repeated.
+    return f"{{{len(value)} keys}}" if isinstance(value, dict) else f"[{len(value)} items]"
+
+
+def _echo(params: dict[str, Any]) -> dict[str, Any]:
+    return {
+        key: _summary(value) if isinstance(value, list | tuple | dict) else value
+        for key, value in params.items()
+    }
 
 
 def _plain(value: Any) -> Any:

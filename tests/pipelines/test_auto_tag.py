@@ -278,6 +278,15 @@ def test_without_a_model_the_step_says_so(root: Path):
     assert "auto_tag needs a model" in str(error)
 
 
+def test_after_a_step_that_needs_no_model_it_waits_for_one_instead_of_failing(root: Path):
+    before = {p: (root / p).read_bytes() for p in NOTES}
+    with open_workspace(root, llm=None) as reme:
+        result = reme.run("marked", {"mark": [SESSION]})
+    assert result.outputs["tagged"] == {}
+    assert "no model" in result.outputs["tag_skipped_reason"]
+    assert {p: (root / p).read_bytes() for p in NOTES} == before
+
+
 def test_bad_paths_are_refused_before_the_model_is_asked(reme: Reme):
     for bad, error in [("../x.md", PathOutsideWorkspaceError), ("digest/none.md", NotFoundError)]:
         with pytest.raises(PipelineError) as caught:

@@ -89,6 +89,16 @@ def test_files_written_before_a_failing_step_are_recorded_under_the_run(reme: Re
     assert entry.files == ["daily/2026-11-29/half.md"]
 
 
+def test_structured_params_are_summarised_not_echoed_or_committed(reme: Reme):
+    messages = [{"role": "user", "content": "password=hunter2"}]
+    result = reme.run(
+        "note", {"path": "daily/2026-11-29/p.md", "content": "# P\n", "messages": messages}
+    )
+    assert result.params["messages"] == "[1 items]"
+    entry = reme.history.entries()[0]
+    assert "messages=[1 items]" in entry.message and "hunter2" not in entry.message
+
+
 def test_a_run_that_changes_nothing_records_nothing(reme: Reme):
     result = reme.run("search", {"query": "keep"})
     assert result.history is None

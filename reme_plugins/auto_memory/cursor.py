@@ -1,0 +1,76 @@
+"""Per-session progress in ``.reme/auto_memory/``: what has been turned into notes.
+
+``line`` is the last transcript line a note (or a trivial verdict) accounts for; it advances only
+after the note is written, so a failed model call leaves its turns pending for the next call.
+``unsummarised`` remembers which lines each verbatim-excerpt note holds, so a later call with a
+model can summarise them. Written atomically; losing it only means turns are processed again.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, Field, ValidationError
+
+from reme_core.workspace.tools import atomic_write
+from reme_plugins.auto_memory.transcript import AutoMemoryError
+
+
+class SessionCursor(BaseModel):
+    line: int = Field(0, ge=0)
+    unsummarised: dict[str, list[int]] = Field(default_factory=dict)
+    """Note path -> transcript lines it holds only as a verbatim excerpt."""
+
+    def mark_unsummarised(self, path: str, lines: list[int]) -> None:
+        self.unsummarised[path] = sorted(set(self.unsummarised.get(path, [])) | set(lines))
+
+    def mark_summarised(self, path: str, lines: list[int]) -> None:
+        left = sorted(set(self.unsummarised.get(path, [])) - set(lines))
+        if left:
+            self.unsummarised[path] = left
+        else:
+            self.unsummarised.pop(path, None)
+
+
+def cursor_file(state_dir: Path, kind: str, session_id: str) -> Path:
+    return state_dir / "auto_memory" / kind / f"{session_id}.json"
+
+
+def load_cursor(state_dir: Path, session_id: str) -> SessionCursor:
+    path = cursor_file(state_dir, "sessions", session_id)
+    data = read_state(path)
+    if data is None:
+        return SessionCursor()
+    try:
+        return SessionCursor.model_validate(data)
+    except ValidationError:
+        raise AutoMemoryError(
+            f"{path} is not a valid auto_memory cursor; delete it to process the session's "
+            "turns again (notes are updated, not duplicated)"
+        ) from None
+
+
+def save_cursor(state_dir: Path, session_id: str, cursor: SessionCursor) -> None:
+    write_state(cursor_file(state_dir, "sessions", session_id), cursor.model_dump())
+
+
+def read_state(path: Path) -> dict | None:
+    """A small JSON state file, or None when absent."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise AutoMemoryError(f"cannot read {path}: {exc.strerror}") from exc
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise AutoMemoryError(f"{path} is not valid JSON; delete it to start over") from None
+    if not isinstance(data, dict):
+        raise AutoMemoryError(f"{path} must hold a JSON object; delete it to start over")
+    return data
+
+
+def write_state(path: Path, data: dict) -> None:
+    atomic_write(path, (json.dumps(data, ensure_ascii=False, indent=1) + "\n").encode("utf-8"))
