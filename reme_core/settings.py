@@ -160,6 +160,36 @@ def _pipeline_defaults() -> dict[str, PipelineConfig]:
     }
 
 
+class ScheduleConfig(_Strict):
+    """Cron expressions (minute hour day month weekday) in ``timezone``; null turns a job off."""
+
+    dream: str | None = "0 3 * * *"
+    optimize: str | None = "30 3 * * *"
+    catch_up: bool = True
+    """At start, run a job once if its last scheduled time passed while the server was down."""
+
+
+class ServerConfig(_Strict):
+    """``reme serve``: HTTP API + MCP + watcher + scheduler on one port."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=2333, ge=0, le=65535)
+    auth: bool = True
+    """Bearer tokens (created on first start in .reme/). Binding a non-loopback host with auth
+    off is refused."""
+    workspaces: dict[str, Path] = Field(default_factory=dict)
+    """Further named workspaces served beside this one (which is ``default``)."""
+    shared_workspaces: list[str] = Field(default_factory=list)
+    """Workspaces a search may include beside the caller's own ("project plus global" recall),
+    when the token allows both."""
+    allowed_hosts: list[str] = Field(default_factory=list)
+    """Host header values accepted besides the loopback names and the bound host."""
+    allowed_origins: list[str] = Field(default_factory=list)
+    """Browser origins allowed to call the API (none by default: no CORS)."""
+    max_body_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)
+    schedule: ScheduleConfig = Field(default_factory=ScheduleConfig)
+
+
 class Settings(BaseSettings):
     """The whole configuration. ``Settings()`` is the built-in defaults; use ``load_settings``."""
 
@@ -178,6 +208,7 @@ class Settings(BaseSettings):
     files: FilesConfig = Field(default_factory=FilesConfig)
     search: SearchConfig = Field(default_factory=SearchConfig)
     pipelines: dict[str, PipelineConfig] = Field(default_factory=_pipeline_defaults)
+    server: ServerConfig = Field(default_factory=ServerConfig)
 
     @classmethod
     def settings_customise_sources(

@@ -1,0 +1,1 @@
+"""`reme serve`: one process, one port: HTTP API, MCP, watcher and scheduler."""

@@ -1,0 +1,1 @@
+"""The operations layer the server, MCP and the CLI client share."""

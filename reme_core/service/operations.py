@@ -1,0 +1,383 @@
+"""Every operation a caller can perform on a workspace, defined once.
+
+The HTTP API, the MCP tools and the CLI's server client are all generated from ``OPERATIONS``:
+one name, one pydantic input model, one handler over an open ``Reme``, one profile. A new
+operation added here appears everywhere, with the same validation and the same errors.
+
+Profiles nest: ``read`` < ``write`` < ``admin``. A token may call an operation when its profile
+is at least the operation's.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from reme_core.errors import ConfigError, NotFoundError
+from reme_core.runtime import Reme
+from reme_core.schema import SearchFilters
+
+Profile = Literal["read", "write", "admin"]
+PROFILE_RANK: dict[str, int] = {"read": 0, "write": 1, "admin": 2}
+
+
+def allows(token_profile: str, needed: str) -> bool:
+    """Whether a token of ``token_profile`` may call an operation needing ``needed``."""
+    return PROFILE_RANK[token_profile] >= PROFILE_RANK[needed]
+
+
+class Input(BaseModel):
+    """Operation inputs: unknown fields are an error (``allowed_paths`` included: the server
+    owns confinement, so a caller that sends it is refused rather than ignored)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass(frozen=True)
+class Operation:
+    name: str
+    profile: Profile
+    summary: str
+    input_model: type[Input]
+    handler: Callable[[Reme, Any], Any]
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+
+    def call(self, reme: Reme, payload: dict[str, Any] | Input) -> Any:
+        """Validate ``payload`` and run the handler; returns JSON-ready data."""
+        given = (
+            payload
+            if isinstance(payload, self.input_model)
+            else self.input_model.model_validate(payload)
+        )
+        return _plain(self.handler(reme, given))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+# -- read ----------------------------------------------------------------------------------
+
+
+class SearchInput(Input):
+    query: str = Field(min_length=1)
+    limit: int | None = Field(None, ge=1, le=200)
+    min_score: float | None = Field(None, ge=0, le=1)
+    expand: bool | None = None
+    paths: list[str] | None = None
+    tags: list[str] | None = None
+    tag_mode: Literal["any", "all"] = "any"
+    since: str | None = None
+    until: str | None = None
+    statuses: list[Literal["active", "archived", "superseded"]] | None = None
+
+
+def _search(reme: Reme, given: SearchInput) -> Any:
+    filters = {
+        k: v
+        for k, v in given.model_dump(
+            include={"paths", "tags", "tag_mode", "since", "until", "statuses"}
+        ).items()
+        if v is not None
+    }
+    filters.setdefault("statuses", list(reme.settings.search.statuses))
+    return reme.search(
+        given.query,
+        limit=given.limit,
+        min_score=given.min_score,
+        filters=SearchFilters(**filters),
+        expand=given.expand,
+    )
+
+
+class ReadInput(Input):
+    path: str
+    start_line: int = Field(1, ge=1)
+    end_line: int | None = Field(None, ge=1)
+
+
+class PathInput(Input):
+    path: str
+
+
+class ListInput(Input):
+    path: str = ""
+    recursive: bool = False
+
+
+class TraverseInput(Input):
+    path: str
+    depth: int = Field(1, ge=1, le=3)
+    """Hops from ``path``; links are followed both ways."""
+    max_nodes: int = Field(50, ge=1, le=500)
+
+
+def _traverse(reme: Reme, given: TraverseInput) -> dict[str, Any]:
+    """Bounded breadth-first walk over the link graph (outbound and inbound links)."""
+    if reme.graph is None:
+        raise ConfigError("components.graph is null: link tracking is off")
+    start = reme.files.stat(given.path).path  # confined, and the path must exist
+    seen = {start: 0}
+    edges: list[dict[str, Any]] = []
+    queue = deque([start])
+    truncated = False
+    while queue:
+        node = queue.popleft()
+        if seen[node] >= given.depth:
+            continue
+        links = reme.links(node)
+        for direction, found in (("outbound", links["outbound"]), ("inbound", links["inbound"])):
+            for link in found:
+                other = link.target if direction == "outbound" else link.source
+                if other is None:
+                    continue  # a dangling link: reported by `links`, not walked
+                edges.append({"from": link.source, "to": link.target, "raw": link.raw})
+                if other not in seen:
+                    if len(seen) >= given.max_nodes:
+                        truncated = True
+                        continue
+                    seen[other] = seen[node] + 1
+                    queue.append(other)
+    unique = {(e["from"], e["to"], e["raw"]): e for e in edges}
+    return {
+        "start": start,
+        "nodes": [{"path": p, "depth": d} for p, d in seen.items()],
+        "edges": list(unique.values()),
+        "truncated": truncated,
+    }
+
+
+# -- write ---------------------------------------------------------------------------------
+
+
+class WriteInput(Input):
+    path: str
+    content: str
+    expected_hash: str | None = None
+
+
+class EditInput(Input):
+    path: str
+    old: str = Field(min_length=1)
+    new: str
+    expected_count: int = Field(1, ge=1)
+    expected_hash: str | None = None
+
+
+class FrontmatterInput(Input):
+    path: str
+    set: dict[str, Any] = Field(default_factory=dict)
+    remove: list[str] = Field(default_factory=list)
+    expected_hash: str | None = None
+
+
+class MoveInput(Input):
+    src: str
+    dst: str
+    expected_hash: str | None = None
+
+
+class DeleteInput(Input):
+    path: str
+    expected_hash: str | None = None
+
+
+# -- pipelines and maintenance -------------------------------------------------------------
+
+
+class AutoMemoryInput(Input):
+    session_id: str = Field(min_length=1)
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    date: str | None = None
+    hint: str | None = None
+
+
+class AutoMemoryCcInput(Input):
+    session_id: str = Field(min_length=1)
+    date: str | None = None
+    hint: str | None = None
+
+
+class AutoResourceInput(Input):
+    path: str | None = None
+    """One file under ``resource/``; None reconciles the whole folder."""
+
+
+class DreamInput(Input):
+    date: str | None = None
+    dry_run: bool = False
+
+
+class EmptyInput(Input):
+    pass
+
+
+def _pipeline(name: str) -> Callable[[Reme, Input], Any]:
+    def run(reme: Reme, given: Input) -> Any:
+        if name not in reme.settings.pipelines:
+            raise NotFoundError(f"pipeline {name!r} is not configured (pipelines.{name})")
+        params = given.model_dump(exclude_none=True)
+        if params.get("dry_run") is False:
+            params.pop("dry_run")
+        return reme.run(name, params)
+
+    return run
+
+
+def _reindex(reme: Reme, given: EmptyInput) -> Any:
+    # Vectors are embedded in the background so the server keeps answering meanwhile.
+    return reme.reindex(vectors="background")
+
+
+OPERATIONS: dict[str, Operation] = {
+    op.name: op
+    for op in [
+        Operation(
+            "search",
+            "read",
+            "Hybrid search over the notes (BM25 + vectors, filters, one hop of links).",
+            SearchInput,
+            _search,
+            read_only=True,
+            idempotent=True,
+        ),
+        Operation(
+            "read",
+            "read",
+            "Read a note or text file, or a line range of it.",
+            ReadInput,
+            lambda r, i: r.files.read(i.path, i.start_line, i.end_line),
+            read_only=True,
+            idempotent=True,
+        ),
+        Operation(
+            "list",
+            "read",
+            "List a folder of the workspace.",
+            ListInput,
+            lambda r, i: r.files.ls(i.path, i.recursive),
+            read_only=True,
+            idempotent=True,
+        ),
+        Operation(
+            "stat",
+            "read",
+            "A file's size, hash, frontmatter and dates.",
+            PathInput,
+            lambda r, i: r.files.stat(i.path),
+            read_only=True,
+            idempotent=True,
+        ),
+        Operation(
+            "traverse",
+            "read",
+            "Walk the link graph from a note, both directions, a bounded number of hops.",
+            TraverseInput,
+            _traverse,
+            read_only=True,
+            idempotent=True,
+        ),
+        Operation(
+            "status",
+            "read",
+            "Workspace status: files, chunks, index and vector state, problems.",
+            EmptyInput,
+            lambda r, i: r.status(),
+            read_only=True,
+            idempotent=True,
+        ),
+        Operation(
+            "write",
+            "write",
+            "Create or replace a Markdown note atomically (expected_hash guards lost updates).",
+            WriteInput,
+            lambda r, i: r.files.write(i.path, i.content, expected_hash=i.expected_hash),
+            idempotent=True,
+        ),
+        Operation(
+            "edit",
+            "write",
+            "Replace an exact span of a note.",
+            EditInput,
+            lambda r, i: r.files.edit(
+                i.path, i.old, i.new, expected_count=i.expected_count, expected_hash=i.expected_hash
+            ),
+        ),
+        Operation(
+            "frontmatter",
+            "write",
+            "Set or remove frontmatter keys, keeping everything else as written.",
+            FrontmatterInput,
+            lambda r, i: r.files.update_frontmatter(
+                i.path, i.set, i.remove, expected_hash=i.expected_hash
+            ),
+            idempotent=True,
+        ),
+        Operation(
+            "auto_memory",
+            "write",
+            "Save a session transcript and write or update its daily note.",
+            AutoMemoryInput,
+            _pipeline("auto_memory"),
+        ),
+        Operation(
+            "auto_memory_cc",
+            "write",
+            "Ingest a Claude Code session by id (incremental) into its daily note.",
+            AutoMemoryCcInput,
+            _pipeline("auto_memory_cc"),
+        ),
+        Operation(
+            "auto_resource",
+            "write",
+            "Turn files in resource/ into resource notes (one file, or the whole folder).",
+            AutoResourceInput,
+            _pipeline("auto_resource"),
+        ),
+        Operation(
+            "move",
+            "admin",
+            "Move a note and rewrite the links that point at it.",
+            MoveInput,
+            lambda r, i: r.files.move(i.src, i.dst, expected_hash=i.expected_hash),
+            destructive=True,
+        ),
+        Operation(
+            "delete",
+            "admin",
+            "Delete a note (reports notes whose links now dangle).",
+            DeleteInput,
+            lambda r, i: r.files.delete(i.path, expected_hash=i.expected_hash),
+            destructive=True,
+        ),
+        Operation(
+            "dream",
+            "admin",
+            "Consolidate changed daily notes into digest nodes (verified verbs).",
+            DreamInput,
+            _pipeline("dream"),
+            destructive=True,
+        ),
+        Operation(
+            "reindex",
+            "admin",
+            "Rebuild every projection from the notes.",
+            EmptyInput,
+            _reindex,
+            idempotent=True,
+        ),
+    ]
+}
+"""Name -> operation. ``health`` is the server's own (no workspace, no token)."""
