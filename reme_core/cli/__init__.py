@@ -13,9 +13,11 @@ from reme_core.cli import (
     files_cmd,
     index_cmd,
     links_cmd,
+    mcp_cmd,
     plugins_cmd,
     run_cmd,
     search_cmd,
+    serve_cmd,
 )
 from reme_core.errors import RemeError
 from reme_core.plugins import Plugins, load_plugins
@@ -48,7 +50,17 @@ def cli() -> None:
     """reme: local-first memory for AI agents. Notes are Markdown; everything else is rebuildable."""
 
 
-for module in (plugins_cmd, config_cmd, files_cmd, index_cmd, search_cmd, links_cmd, run_cmd):
+for module in (
+    plugins_cmd,
+    config_cmd,
+    files_cmd,
+    index_cmd,
+    search_cmd,
+    links_cmd,
+    run_cmd,
+    serve_cmd,
+    mcp_cmd,
+):
     for command in module.COMMANDS:
         cli.add_command(command)
 

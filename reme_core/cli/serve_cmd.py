@@ -1,0 +1,3 @@
+"""Commands of the server issue (being written)."""
+
+COMMANDS: list = []
