@@ -12,6 +12,7 @@ import click
 from reme_core.cli.options import emit, workspace_options
 from reme_core.index.indexer import IndexReport
 from reme_core.runtime import Reme
+from reme_core.server.scheduler import STATE_FILE, schedule_status
 from reme_core.workspace import init_workspace
 
 
@@ -81,9 +82,12 @@ def optimize_command(opener: Callable[[], Reme], as_json: bool) -> None:
 @click.command("status")
 @workspace_options
 def status_command(opener: Callable[[], Reme], as_json: bool) -> None:
-    """Files, chunks, index state, unresolved links and files that could not be indexed."""
+    """Files, chunks, index state, unresolved links, files that could not be indexed, and the
+    schedule: each job's last run (and its result) and next run."""
     with opener() as reme:
         status = reme.status()
+        # Read from the state file a server's scheduler writes; no server needs to be running.
+        status["schedule"] = schedule_status(reme.settings, reme.state_dir / STATE_FILE)
 
     def text(s: dict) -> str:
         lines = [
@@ -93,9 +97,43 @@ def status_command(opener: Callable[[], Reme], as_json: bool) -> None:
             _vectors_line(s["vectors"]),
         ]
         lines += [f"problem: {p}: {m}" for p, m in s["problems"].items()]
+        lines += _schedule_lines(s["schedule"])
         return "\n".join(lines)
 
     emit(status, as_json, text)
+
+
+def _schedule_lines(schedule: dict) -> list[str]:
+    scheduler = schedule["scheduler"]
+    if scheduler["running"]:
+        state = f"running since {_when(scheduler['started'])} (pid {scheduler['pid']})"
+    elif scheduler["started"] is None:
+        state = "never started (it runs inside `reme serve`)"
+    else:
+        state = f"not running (last started {_when(scheduler['started'])})"
+    lines = [f"schedule ({schedule['timezone']}): {state}"]
+    for name, job in schedule["jobs"].items():
+        if not job["enabled"]:
+            lines.append(f"  {name}: off")
+            continue
+        lines.append(f"  {name}: {job['cron']}  next {_when(job['next'])}")
+        if job["running"]:
+            lines.append(f"    running since {_when(job['running']['started'])}")
+        last = job["last"]
+        if last is None:
+            lines.append("    last: never")
+        else:
+            result = f"ok: {last['summary']}" if last["ok"] else f"FAILED: {last['error']}"
+            catch_up = " (catch-up)" if last["trigger"] == "catch_up" else ""
+            lines.append(f"    last: {_when(last['started'])}{catch_up} {result}")
+    if schedule["problem"]:
+        lines.append(f"  problem: {schedule['problem']}")
+    return lines
+
+
+def _when(iso: str | None) -> str:
+    # "2024-03-31T03:00:00+02:00" -> "2024-03-31 03:00"; the zone is on the section's title line.
+    return iso[:16].replace("T", " ") if iso else "-"
 
 
 def _vectors_line(vectors: dict) -> str:
