@@ -1,3 +1,47 @@
-"""Commands of the server issue (being written)."""
+"""`reme mcp`: MCP over stdio, for clients that spawn their server (Claude Code, desktop apps)."""
 
-COMMANDS: list = []
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from reme_core.runtime import Reme
+from reme_core.server.mcp_server import DEFAULT_WORKSPACE, run_stdio
+
+
+@click.command("mcp")
+@click.option(
+    "--workspace",
+    "-w",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="REME_WORKSPACE",
+    help="Workspace folder (env REME_WORKSPACE, else config `workspace`, else the current folder).",
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    envvar="REME_CONFIG",
+    help="YAML config file (env REME_CONFIG).",
+)
+@click.option(
+    "--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key."
+)
+def mcp_command(
+    workspace: Path | None, config_file: Path | None, overrides: tuple[str, ...]
+) -> None:
+    """Serve MCP over stdin/stdout (every tool: the client spawned this process, so it is
+    the workspace's owner). stdout carries only the protocol; logs go to stderr."""
+    with Reme.open(workspace, config_file=config_file, overrides=overrides) as reme:
+        # Catch up with edits made while no server ran; vectors embed in the background.
+        reme.index(vectors="background")
+        # A session lasts as long as the client: keep the index current with outside edits.
+        watcher = reme.watch()
+        try:
+            run_stdio(lambda _name: reme, [DEFAULT_WORKSPACE])
+        finally:
+            watcher.stop()
+
+
+COMMANDS = [mcp_command]
