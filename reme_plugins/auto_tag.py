@@ -37,12 +37,12 @@ from reme_core.errors import (
     RemeError,
     WorkspaceError,
 )
+from reme_core.pipelines.budget import batches, fit
 from reme_core.pipelines.locks import named_lock
 from reme_core.pipelines.prompts import Prompts
 from reme_core.workspace.hashing import content_hash
 from reme_core.workspace.notes import Note, normalise_tags, parse_note
 from reme_core.workspace.tools import atomic_write
-from reme_plugins.auto_resource.split import fit
 
 CHECKPOINT_FILE = "auto_tag.json"
 RESOURCE_DIR = "resource/"
@@ -276,22 +276,16 @@ class AutoTagStep(Step):
                 f"auto_tag: max_prompt_tokens {self.settings.max_prompt_tokens} is too small; "
                 f"the prompt and tag vocabulary alone take {overhead} tokens"
             )
-        sep = estimate_tokens(_SEPARATOR)
-        batches: list[list[tuple[Candidate, str]]] = []
-        current: list[tuple[Candidate, str]] = []
-        used = 0
-        for candidate in candidates:
-            block = fit(_block(candidate), per_note)
-            cost = estimate_tokens(block)
-            full = len(current) >= self.settings.batch_size
-            if current and (full or used + sep + cost > budget):
-                batches.append(current)
-                current, used = [], 0
-            used += cost + (sep if current else 0)
-            current.append((candidate, block))
-        if current:
-            batches.append(current)
-        return batches
+        blocks = [(candidate, fit(_block(candidate), per_note)) for candidate in candidates]
+        return list(
+            batches(
+                blocks,
+                budget,
+                lambda block: estimate_tokens(block[1]),
+                sep=_SEPARATOR,
+                max_items=self.settings.batch_size,
+            )
+        )
 
     # -- writing -----------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import datetime as dt
+import json
 import os
 import tempfile
 import threading
@@ -403,6 +404,63 @@ class FileTools:
             created=before is None,
             size=len(data),
         )
+
+    def append_lines(
+        self, path: str, lines: list[str], expected_hash: str | None = None
+    ) -> WriteResult:
+        """Append ``lines`` to a JSON Lines file (``.jsonl`` only), creating it if need be.
+
+        Each line is one JSON value without a newline; the existing bytes are kept as they are
+        (a torn last line is ended first, so it keeps its line number). The file is replaced
+        atomically, so a reader sees it before or after, never half-appended. No lines is a
+        no-op (``changed=False``); a line that is not one JSON value is refused.
+        """
+        rel, absolute = self._resolve(path, for_write=True)
+        if not rel.lower().endswith(".jsonl"):
+            raise UnsupportedFileError(
+                f"append_lines only appends to JSON Lines files (.jsonl); {rel} is not one"
+            )
+        added = "".join(self._jsonl_line(rel, number, line) for number, line in enumerate(lines))
+        with self._lock:
+            if absolute.is_dir():
+                raise WorkspaceError(f"{rel} is a folder; choose a file path ending in .jsonl")
+            exists = os.path.lexists(absolute)
+            data, text = self._load(rel, absolute) if exists else (b"", "")
+            before = content_hash(data) if exists else None
+            self._check_expected(rel, before, expected_hash)
+            if added:
+                if text and not text.endswith("\n"):
+                    text += "\n"  # ends a torn last line, which keeps its number
+                data = (text + added).encode("utf-8")
+                if len(data) > self.max_file_bytes:
+                    raise UnsupportedFileError(
+                        f"appending to {rel} would make it {len(data)} bytes, over the "
+                        f"{self.max_file_bytes}-byte limit for file tools"
+                    )
+            after = content_hash(data)
+            if added:
+                self._write_bytes(rel, absolute, data)
+                self._record("write", rel, before_hash=before, after_hash=after)
+                self._notify([rel], [])
+        return WriteResult(
+            path=rel,
+            content_hash=after,
+            before_hash=before,
+            created=bool(added) and before is None,
+            changed=bool(added),
+            size=len(data),
+        )
+
+    @staticmethod
+    def _jsonl_line(rel: str, index: int, line: str) -> str:
+        where = f"line {index + 1} of the lines for {rel}"
+        if "\n" in line or "\r" in line:
+            raise UnsupportedFileError(f"{where} contains a line break; give one JSON value a line")
+        try:
+            json.loads(line)
+        except ValueError as exc:
+            raise UnsupportedFileError(f"{where} is not one JSON value: {exc}") from None
+        return line + "\n"
 
     def edit(
         self,

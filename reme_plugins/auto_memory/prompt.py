@@ -10,6 +10,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 from reme_core.components import estimate_tokens
+from reme_core.pipelines.budget import batches
 from reme_core.pipelines.prompts import Prompts
 from reme_plugins.auto_memory.note import Labels, NoteBody, NoteState, Section
 from reme_plugins.auto_memory.request import AutoMemorySettings
@@ -111,10 +112,5 @@ class PromptBuilder:
     def fits(self, fixed: tuple[str, str], entries: list[Entry]) -> int:
         """How many of ``entries`` fit the budget next to the fixed part (at least one)."""
         budget = self.settings.max_prompt_tokens - sum(estimate_tokens(m) for m in fixed)
-        used, count = 0, 0
-        for entry in entries:
-            cost = estimate_tokens(self.turn(entry))
-            if count and used + cost > budget:
-                break
-            used, count = used + cost, count + 1
-        return count
+        first = next(batches(entries, budget, lambda e: estimate_tokens(self.turn(e))), [])
+        return len(first)

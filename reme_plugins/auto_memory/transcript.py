@@ -1,4 +1,4 @@
-"""The saved transcript ``sessions/<session_id>.jsonl``: input messages, merge by id, atomic save.
+"""The saved transcript ``sessions/<session_id>.jsonl``: input messages, merge by id, append.
 
 The file is append-only: one JSON object per line (``id``, ``role``, ``content``, optional
 ``timestamp``), so a line number stays valid for as long as the file exists and notes can anchor
@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from reme_core.errors import RemeError
 from reme_core.workspace.hashing import content_hash
-from reme_core.workspace.tools import atomic_write, split_lines
+from reme_core.workspace.tools import split_lines
 from reme_plugins.auto_memory.redact import redact
 
 if TYPE_CHECKING:
@@ -187,7 +186,8 @@ class Transcript:
     """The saved transcript of one session, as read from disk."""
 
     session_id: str
-    text: str = ""
+    hash: str | None = None
+    """The content hash of the file as read; None when there is none yet."""
     entries: list[Entry] = field(default_factory=list)
     line_count: int = 0
 
@@ -223,13 +223,6 @@ class Transcript:
         self.entries.extend(added)
         return added
 
-    def render(self, added: list[Entry]) -> str:
-        """The file text with ``added`` appended; the existing bytes stay as they are."""
-        head = self.text
-        if head and not head.endswith("\n"):
-            head += "\n"  # ends a torn last line without renumbering it
-        return head + "".join(entry.as_json() + "\n" for entry in added)
-
 
 def load_transcript(reme: Reme, session_id: str) -> Transcript:
     """Read ``sessions/<session_id>.jsonl``; lines that are not messages keep their number."""
@@ -238,7 +231,8 @@ def load_transcript(reme: Reme, session_id: str) -> Transcript:
     if not absolute.is_file():
         return Transcript(session_id)
     try:
-        text = absolute.read_text(encoding="utf-8")
+        data = absolute.read_bytes()
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise AutoMemoryError(f"cannot read {rel}: {exc}") from exc
     lines = split_lines(text)
@@ -248,7 +242,7 @@ def load_transcript(reme: Reme, session_id: str) -> Transcript:
         entry = _entry(number, raw, tz)
         if entry is not None:
             entries.append(entry)
-    return Transcript(session_id, text, entries, len(lines))
+    return Transcript(session_id, content_hash(data), entries, len(lines))
 
 
 def _entry(number: int, raw: str, tz: dt.tzinfo) -> Entry | None:
@@ -276,20 +270,10 @@ def _time_or_none(value: Any, tz: dt.tzinfo) -> dt.datetime | None:
 
 
 def save_transcript(reme: Reme, transcript: Transcript, added: list[Entry]) -> None:
-    """Write the transcript with ``added`` appended: atomic, journalled and indexed.
-
-    The file tools write Markdown notes only, so this does for one ``.jsonl`` file what they do
-    for a note: a confined path, an atomic replace, a journal entry and an index update.
-    """
+    """Append ``added`` to the file (atomic, journalled and indexed, by the file tools); a file
+    changed since it was read is a conflict, so line numbers never shift under the entries."""
     if not added:
         return
-    rel, absolute = reme.paths.resolve(transcript.path, for_write=True)
-    new_text = transcript.render(added)
-    data = new_text.encode("utf-8")
-    before = content_hash(transcript.text.encode("utf-8")) if os.path.exists(absolute) else None
-    atomic_write(absolute, data)
-    reme.journal.record(
-        "write", rel, before_hash=before, after_hash=content_hash(data), actor="auto_memory"
-    )
-    reme.indexer.update([rel])
-    transcript.text = new_text
+    lines = [entry.as_json() for entry in added]
+    result = reme.files.append_lines(transcript.path, lines, expected_hash=transcript.hash)
+    transcript.hash = result.content_hash

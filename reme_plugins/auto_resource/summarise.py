@@ -15,9 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from reme_core.components import Llm, ModelT, estimate_tokens
 from reme_core.errors import ConfigError
+from reme_core.pipelines.budget import batches, fit, joined_tokens
 from reme_core.pipelines.prompts import Prompts
 from reme_plugins.auto_resource.readers import ResourceSkipped, ResourceText
-from reme_plugins.auto_resource.split import SEPARATOR, fit, pack
+from reme_plugins.auto_resource.split import SEPARATOR, pack
 
 # Placeholder values as long as any real one, so a budget computed once holds for every call.
 _WIDEST_NUMBER = "999999"
@@ -178,22 +179,12 @@ def _join(items: list[_Partial]) -> str:
 
 def _tokens(items: list[_Partial]) -> int:
     # The subadditive bound of the joined text, matching how groups are packed.
-    sep = estimate_tokens(SEPARATOR)
-    return sum(estimate_tokens(item.text) for item in items) + sep * max(len(items) - 1, 0)
+    return joined_tokens((_cost(item) for item in items), SEPARATOR)
 
 
 def _groups(items: list[_Partial], budget: int) -> list[list[_Partial]]:
-    sep = estimate_tokens(SEPARATOR)
-    groups: list[list[_Partial]] = []
-    current: list[_Partial] = []
-    used = 0
-    for item in items:
-        cost = estimate_tokens(item.text)
-        if current and used + sep + cost > budget:
-            groups.append(current)
-            current, used = [], 0
-        used += cost + (sep if current else 0)
-        current.append(item)
-    if current:
-        groups.append(current)
-    return groups
+    return list(batches(items, budget, _cost, sep=SEPARATOR))
+
+
+def _cost(item: _Partial) -> int:
+    return estimate_tokens(item.text)

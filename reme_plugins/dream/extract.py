@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from reme_core.components import Llm, estimate_tokens
 from reme_core.errors import LlmError
+from reme_core.pipelines.budget import batches, cut
 from reme_core.pipelines.prompts import Prompts
 from reme_core.workspace.hashing import content_hash
 
@@ -109,13 +110,13 @@ def split_note(note: DailyNote, budget: int) -> list[Part]:
     pieces: list[str] = []
     current = ""
     for line in note.text.splitlines(keepends=True):
-        while estimate_tokens(line) > room:  # one huge line: cut it by characters
-            cut = _longest_prefix(line, room)
+        *heads, line = cut(line, room)  # one huge line: cut it by characters
+        if heads:
             if current:
                 pieces.append(current)
                 current = ""
-            pieces.append(line[:cut])
-            line = line[cut:]
+            pieces.extend(heads)
+        # Lines are measured joined, not added up: parts hold more short lines that way.
         if current and estimate_tokens(current + line) > room:
             pieces.append(current)
             current = ""
@@ -125,29 +126,10 @@ def split_note(note: DailyNote, budget: int) -> list[Part]:
     return [Part(note, text, i + 1, len(pieces)) for i, text in enumerate(pieces)]
 
 
-def _longest_prefix(text: str, tokens: int) -> int:
-    low, high = 1, len(text)
-    while low < high:
-        mid = (low + high + 1) // 2
-        if estimate_tokens(text[:mid]) <= tokens:
-            low = mid
-        else:
-            high = mid - 1
-    return low
-
-
 def pack(notes: Sequence[DailyNote], budget: int) -> list[list[Part]]:
     """Parts packed in order into batches of at most ``budget`` tokens."""
-    batches: list[list[Part]] = []
-    used = budget + 1
-    for note in notes:
-        for part in split_note(note, budget):
-            if used + part.tokens > budget:
-                batches.append([])
-                used = 0
-            batches[-1].append(part)
-            used += part.tokens
-    return batches
+    parts = (part for note in notes for part in split_note(note, budget))
+    return list(batches(parts, budget, lambda part: part.tokens))
 
 
 def _batch_model(allowed: frozenset[str]) -> type[Extraction]:

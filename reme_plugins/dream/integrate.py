@@ -16,6 +16,7 @@ from typing import Any
 
 from reme_core.components import Llm
 from reme_core.errors import LlmError, RemeError, SearchError, WorkspaceError
+from reme_core.pipelines.budget import head_lines
 from reme_core.pipelines.prompts import Prompts
 from reme_core.schema import SearchFilters
 from reme_core.workspace.hashing import content_hash
@@ -56,6 +57,8 @@ class Integrator:
     llm: Llm
     prompts: Prompts
     candidates: int
+    candidate_tokens: int
+    """How much of each candidate the prompt shows; the rest is marked as not shown."""
     retries: int
     output_retries: int | None
     dry_run: bool
@@ -167,8 +170,12 @@ class Integrator:
         return any(p.lower() == lowered for p in self.reme.catalog.hashes())
 
     def _prompt(self, unit: DreamUnit, candidates: list[Candidate]) -> str:
+        # A long node is cut in the prompt only: decisions are applied to and verified against
+        # its full text, so an edit inside the shown part keeps the rest as it is.
         shown = "\n\n".join(
-            f'<candidate path="{c.path}">\n{c.text.rstrip()}\n</candidate>' for c in candidates
+            f'<candidate path="{c.path}">\n'
+            f"{head_lines(c.text, self.candidate_tokens).rstrip()}\n</candidate>"
+            for c in candidates
         )
         return self.prompts.render(
             "integrate_user",

@@ -92,6 +92,9 @@ class DreamIntegrate(Step):
     class Settings(ComponentSettings):
         candidates: int = Field(5, ge=1, le=50)
         """Digest nodes recalled per unit and shown to the model."""
+        candidate_tokens: int = Field(1500, ge=100, le=100_000)
+        """Token budget of each candidate's text in the prompt; a longer node is shown up to it
+        with a line saying how many lines are left out (edits still apply to the whole file)."""
         max_decision_retries: int = Field(2, ge=0, le=10)
         """Extra attempts after a rejected decision or a model error."""
         output_retries: int | None = Field(None, ge=0, le=10)
@@ -107,6 +110,7 @@ class DreamIntegrate(Step):
             llm=run.require_llm("dream"),
             prompts=run.prompts(*PROMPTS),
             candidates=self.settings.candidates,
+            candidate_tokens=self.settings.candidate_tokens,
             retries=self.settings.max_decision_retries,
             output_retries=self.settings.output_retries,
             dry_run=params.dry_run,

@@ -200,6 +200,15 @@ def _files(root: Path) -> dict[str, bytes]:
     return out
 
 
+def seed_workspace(root: Path) -> Path:
+    """A new workspace at ``root`` holding the ``SEED`` notes every scenario starts from."""
+    init_workspace(root)
+    for path, text in SEED.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text, encoding="utf-8")
+    return root
+
+
 def _allowed(path: str, confinements: tuple[tuple[str, ...], ...]) -> bool:
     return all(path_matches(path, paths) for paths in confinements)
 
@@ -212,12 +221,7 @@ class AgentWrapperConformance:
 
     @pytest.fixture
     def workspace(self, tmp_path: Path) -> Path:
-        root = tmp_path / "ws"
-        init_workspace(root)
-        for path, text in SEED.items():
-            (root / path).parent.mkdir(parents=True, exist_ok=True)
-            (root / path).write_text(text, encoding="utf-8")
-        return root
+        return seed_workspace(tmp_path / "ws")
 
     def run_scenario(
         self, scenario: Scenario, workspace: Path, scratch: Path

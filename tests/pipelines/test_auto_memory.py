@@ -1,6 +1,6 @@
 """auto_memory: a session transcript becomes one note per session and day, updated on later calls.
 
-A scripted model answers the structured calls; a recording subclass keeps the prompts it was sent.
+A recording model (``tests/fake_llm.py``) answers the structured calls and keeps the prompts.
 """
 
 from __future__ import annotations
@@ -9,17 +9,16 @@ import datetime as dt
 import json
 import re
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import DEFAULT_PLUGIN_MODULES, KEYWORD_ONLY_ENV
+from conftest import KEYWORD_ONLY_ENV
 
-from reme_core import hookimpl
 from reme_core.cli import cli
-from reme_core.components import AgentResult, AgentTask, AgentWrapper, Llm, ModelT
+from reme_core.components import AgentResult, AgentTask, AgentWrapper, Llm
 from reme_core.errors import ConfigError
 from reme_core.pipelines.engine import PipelineError
 from reme_core.plugins import Plugins
@@ -27,7 +26,7 @@ from reme_core.runtime import Reme
 from reme_core.workspace import init_workspace, parse_frontmatter
 from reme_core.workspace.tools import FileTools
 from reme_plugins.auto_memory.cursor import load_cursor
-from reme_plugins.llm_scripted import ScriptedLlm
+from tests.fake_llm import RecordingLlm, llm_setting, plugins_with, write_script
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_MESSAGES = ROOT / "examples" / "auto_memory" / "messages.json"
@@ -96,23 +95,6 @@ UPDATE = draft(
 )
 
 
-class RecordingLlm(ScriptedLlm):
-    """The scripted model, keeping every message list it was sent."""
-
-    name = "recording"
-    sent: list[list[dict[str, str]]] = []
-
-    def structured(
-        self,
-        messages: Sequence[dict[str, str]],
-        response_model: type[ModelT],
-        *,
-        max_retries: int | None = None,
-    ) -> ModelT:
-        RecordingLlm.sent.append([dict(m) for m in messages])
-        return super().structured(messages, response_model, max_retries=max_retries)
-
-
 class FakeAgent(AgentWrapper):
     """Writes the note path named in the prompt through the confined tools it is given."""
 
@@ -129,26 +111,11 @@ class FakeAgent(AgentWrapper):
         return AgentResult(answer=answer, changed=[found.group(1)])
 
 
-class TestPlugin:
-    @hookimpl
-    def register_llms(self, register):  # type: ignore[no-untyped-def]
-        register(RecordingLlm)
-
-    @hookimpl
-    def register_agent_wrappers(self, register):  # type: ignore[no-untyped-def]
-        register(FakeAgent)
-
-
 @pytest.fixture
 def plugins() -> Plugins:
-    RecordingLlm.sent.clear()
     FakeAgent.calls.clear()
     FakeAgent.behaviour = None
-    found = Plugins()
-    for module in DEFAULT_PLUGIN_MODULES:
-        found.register(module)
-    found.register(TestPlugin(), name="auto_memory_test_plugin")
-    return found
+    return plugins_with(RecordingLlm, FakeAgent)
 
 
 @pytest.fixture
@@ -165,9 +132,9 @@ def open_ws(root: Path, tmp_path: Path, plugins: Plugins) -> Iterator[Callable[.
     def open_(script: list[Any] | None = None, *extra: str) -> Reme:
         overrides = ["timezone=UTC", PIPELINE, *extra]
         if script is not None:
-            path = tmp_path / f"script{len(opened)}.json"
-            path.write_text(json.dumps(script), encoding="utf-8")
-            overrides.append(f"components.llm={{name: recording, settings: {{path: '{path}'}}}}")
+            overrides.append(
+                llm_setting(write_script(tmp_path, script, f"script{len(opened)}.json"))
+            )
         reme = Reme.open(root, plugins=plugins, env=KEYWORD_ONLY_ENV, overrides=overrides)
         opened.append(reme)
         return reme
@@ -175,6 +142,11 @@ def open_ws(root: Path, tmp_path: Path, plugins: Plugins) -> Iterator[Callable[.
     yield open_
     for reme in opened:
         reme.close()
+
+
+def recorded(reme: Reme) -> RecordingLlm:
+    assert isinstance(reme.llm, RecordingLlm)
+    return reme.llm
 
 
 def read_note(root: Path, path: str) -> tuple[dict[str, Any], str]:
@@ -257,7 +229,7 @@ def test_a_later_call_updates_the_same_note_and_touches_no_other_file(open_ws, r
     assert "Prod went down after the v0.9.3 deploy and came back with v0.9.4." in after
     assert "No module named 'orjson'" in after and "requirements.lock\n" in after
     # The update prompt held the existing note (facts numbered) and the earlier turns as context.
-    user = RecordingLlm.sent[-1][1]["content"]
+    user = recorded(reme).prompts()[-1]
     assert "F1. - The service could not import orjson." in user
     assert 'line="3"' in user.split("New turns to record:")[0]
     assert 'line="4"' in user.split("New turns to record:")[1]
@@ -376,9 +348,9 @@ def test_a_long_backlog_is_split_into_calls_within_the_prompt_budget(open_ws, ro
         "pipelines.auto_memory.steps=[{name: auto_memory, settings: {max_prompt_tokens: 2500}}]",
     )
     out = reme.run("auto_memory", {"session_id": "s1", "messages": long}).outputs
-    assert len(RecordingLlm.sent) >= 2
+    assert len(recorded(reme).calls) >= 2
     assert out["turns"] == 5 and out["changed"] == [NOTE]
-    assert all(len(m[1]["content"]) < 4 * 2500 for m in RecordingLlm.sent)
+    assert all(len(prompt) < 4 * 2500 for prompt in recorded(reme).prompts())
     _, text = read_note(root, NOTE)
     assert "first step" in text and "last step" in text
 
@@ -395,7 +367,7 @@ def test_a_model_failure_leaves_the_turns_for_the_next_call(open_ws, root: Path)
     assert load_cursor(reme.state_dir, "s1").line == 0
     result = reme.run("auto_memory", {"session_id": "s1", "messages": []})
     assert result.outputs["status"] == "written" and result.outputs["turns"] == 3
-    assert 'line="1"' in RecordingLlm.sent[-1][1]["content"]
+    assert 'line="1"' in recorded(reme).prompts()[-1]
     assert load_cursor(reme.state_dir, "s1").line == 3
 
 
@@ -431,7 +403,7 @@ def test_two_concurrent_calls_for_one_session_write_one_note(open_ws, root: Path
     assert sorted(r.outputs["status"] for r in results) == ["unchanged", "written"]
     assert list(root.glob("daily/**/*.md")) == [root / NOTE]
     assert len(transcript_lines(root)) == 3
-    assert len(RecordingLlm.sent) == 1
+    assert len(recorded(reme).calls) == 1
 
 
 # -- redaction -------------------------------------------------------------------------------------
@@ -456,7 +428,7 @@ def test_secrets_are_redacted_before_saving_and_before_the_prompt(open_ws, root:
         "auto_memory", {"session_id": "s1", "messages": leaky, "hint": f"key {SECRETS[0]}"}
     ).outputs
     saved = (root / "sessions/s1.jsonl").read_text(encoding="utf-8")
-    prompt = json.dumps(RecordingLlm.sent)
+    prompt = json.dumps(recorded(reme).messages)
     for secret in SECRETS:
         assert secret not in saved and secret not in prompt
     for kind in ("openai_key", "github_token", "jwt", "secret", "bearer_token"):
@@ -493,7 +465,7 @@ def test_without_a_model_the_note_is_a_marked_verbatim_excerpt(open_ws, root: Pa
     assert "summarised" not in front and front["name"] == "Deploy failure: missing orjson"
     assert "Not summarised" not in text and "## Unsummarised excerpt" not in text
     assert "No module named 'orjson'" in text and "back up" in text
-    assert 'line="5"' in RecordingLlm.sent[-1][1]["content"]
+    assert 'line="5"' in recorded(with_model).prompts()[-1]
     assert load_cursor(with_model.state_dir, "s1").unsummarised == {}
 
 
@@ -545,7 +517,7 @@ def test_bad_input_is_refused_and_changes_nothing(open_ws, root: Path, params, m
         reme.run("auto_memory", params)
     assert snapshot(root) == before
     assert not (reme.state_dir / "auto_memory").exists()
-    assert RecordingLlm.sent == []
+    assert recorded(reme).calls == []
 
 
 def test_agentic_mode_needs_an_agent_wrapper(open_ws, root: Path):
@@ -640,7 +612,7 @@ def test_chinese_prompts_and_headings(open_ws, root: Path):
     reme.run("auto_memory", {"session_id": "s1", "messages": FIRST})
     _, text = read_note(root, NOTE)
     assert "## 关键事实" in text and "## 时间线" in text
-    assert "需要记录的新轮次" in RecordingLlm.sent[0][1]["content"]
+    assert "需要记录的新轮次" in recorded(reme).prompts()[0]
 
 
 def test_reme_run_cli_with_the_example_messages(root: Path, tmp_path: Path):

@@ -9,15 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DEFAULT_PLUGIN_MODULES, KEYWORD_ONLY_ENV
+from conftest import KEYWORD_ONLY_ENV
 
 from reme_core.errors import NotFoundError
 from reme_core.pipelines.engine import PipelineError
-from reme_core.plugins import Plugins
 from reme_core.runtime import Reme
 from reme_core.workspace import init_workspace, parse_frontmatter
 from reme_core.workspace.wikilinks import LinkResolver
 from reme_plugins.auto_memory.claude_code import clean_text, find_session_file, to_message
+from tests.fake_llm import llm_setting, plugins_with, write_script
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "auto_memory" / "claude"
@@ -54,9 +54,7 @@ def transcript(claude: Path) -> Path:
 
 @pytest.fixture
 def open_ws(tmp_path: Path, claude: Path) -> Iterator[Callable[..., Reme]]:
-    plugins = Plugins()
-    for module in DEFAULT_PLUGIN_MODULES:
-        plugins.register(module)
+    plugins = plugins_with()
     root = tmp_path / "ws"
     init_workspace(root)
     opened: list[Reme] = []
@@ -66,9 +64,8 @@ def open_ws(tmp_path: Path, claude: Path) -> Iterator[Callable[..., Reme]]:
         steps = f"[{{name: claude_code_transcript{setting}}}, {{name: auto_memory}}]"
         overrides = ["timezone=UTC", f"pipelines.auto_memory_cc.steps={steps}"]
         if script is not None:
-            path = tmp_path / f"script{len(opened)}.json"
-            path.write_text(json.dumps(script), encoding="utf-8")
-            overrides.append(f"components.llm={{name: scripted, settings: {{path: '{path}'}}}}")
+            path = write_script(tmp_path, script, f"script{len(opened)}.json")
+            overrides.append(llm_setting(path, "scripted"))
         reme = Reme.open(root, plugins=plugins, env=KEYWORD_ONLY_ENV, overrides=overrides)
         opened.append(reme)
         return reme

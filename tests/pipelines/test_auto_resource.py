@@ -5,88 +5,66 @@ from __future__ import annotations
 import datetime as dt
 import json
 import shutil
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import DEFAULT_PLUGIN_MODULES, KEYWORD_ONLY_ENV
+from conftest import KEYWORD_ONLY_ENV
 
-from reme_core import hookimpl
 from reme_core.cli import cli
-from reme_core.components import Llm, ModelT, estimate_tokens
+from reme_core.components import estimate_tokens
 from reme_core.errors import (
     ConfigError,
-    LlmError,
     NotFoundError,
     PathOutsideWorkspaceError,
     RemeError,
 )
+from reme_core.pipelines.budget import fit
 from reme_core.pipelines.engine import PipelineError
-from reme_core.plugins import Plugins
 from reme_core.runtime import Reme
 from reme_core.workspace import init_workspace
 from reme_core.workspace.hashing import content_hash
 from reme_core.workspace.notes import Note, parse_note
-from reme_plugins.auto_resource.split import fit, pack
+from reme_plugins.auto_resource.split import pack
+from tests.fake_llm import TEXT, RecordingLlm, plugins_with, prompt_tokens
 
 DATA = Path(__file__).parent / "data" / "resource"
 
 
-class FakeLlm(Llm):
-    """Answers structured calls from the response model's shape and records every prompt."""
+class FakeLlm(RecordingLlm):
+    """Works each answer out from the response model (a replayed script cannot: how many calls a
+    resource takes, and of which kind, is what the tests check), numbering them by call."""
 
     name = "fake_resource_llm"
 
     def __init__(self, settings: Any = None, context: Any = None):
         super().__init__(settings, context)
-        self.calls: list[tuple[str, list[dict[str, str]]]] = []
         self.fail = 0
         """Calls that raise LlmError before answers resume."""
         self.partial_words = 12
-        self.on_call: Callable[[], None] | None = None
 
-    @property
-    def model_id(self) -> str:
-        return "fake"
-
-    def complete(self, messages: Sequence[dict[str, str]], *, max_tokens: int | None = None) -> str:
-        raise AssertionError("auto_resource uses structured output only")
-
-    def structured(
-        self,
-        messages: Sequence[dict[str, str]],
-        response_model: type[ModelT],
-        *,
-        max_retries: int | None = None,
-    ) -> ModelT:
-        self.usage.calls += 1
-        self.usage.prompt_tokens += prompt_tokens(messages)
-        self.calls.append((response_model.__name__, list(messages)))
-        if self.on_call is not None:
-            self.on_call()
+    def respond(self, kind: str, messages: list[dict[str, str]]) -> Any:
+        assert kind != TEXT, "auto_resource uses structured output only"
         if self.fail:
             self.fail -= 1
-            raise LlmError("fake outage")
+            return {"error": "fake outage"}
         n = len(self.calls)
-        if response_model.__name__ == "ResourceSummary":
-            return response_model.model_validate(
-                {
-                    "name": f"Resource summary {n}",
-                    "description": "What the file holds.",
-                    "summary": f"Summary number {n}.",
-                    "key_points": ["first point", "second point"],
-                }
-            )
+        if kind == "ResourceSummary":
+            return {
+                "name": f"Resource summary {n}",
+                "description": "What the file holds.",
+                "summary": f"Summary number {n}.",
+                "key_points": ["first point", "second point"],
+            }
         words = " ".join(f"w{n}x{i}" for i in range(self.partial_words))
-        return response_model.model_validate({"summary": words, "key_points": [f"point {n}"]})
+        return {"summary": words, "key_points": [f"point {n}"]}
 
     def kinds(self) -> list[str]:
         """Which prompt each call used, told apart by the user message's wording."""
         out = []
-        for _, messages in self.calls:
-            user = messages[-1]["content"]
+        for user in self.prompts():
             if "; this is part" in user:
                 out.append("map")
             elif "partial summaries of parts" in user:
@@ -98,21 +76,8 @@ class FakeLlm(Llm):
         return out
 
 
-class FakePlugin:
-    @hookimpl
-    def register_llms(self, register):  # type: ignore[no-untyped-def]
-        register(FakeLlm)
-
-
-def prompt_tokens(messages: Sequence[dict[str, str]]) -> int:
-    return sum(estimate_tokens(m["content"]) for m in messages)
-
-
 def open_workspace(root: Path, *overrides: str, llm: str | None = "fake_resource_llm") -> Reme:
-    plugins = Plugins()
-    for module in DEFAULT_PLUGIN_MODULES:
-        plugins.register(module)
-    plugins.register(FakePlugin(), name="fake_llm")
+    plugins = plugins_with(FakeLlm)
     settings = [
         "timezone=UTC",
         "pipelines.auto_resource.steps=[{name: auto_resource, settings: {}}]",
@@ -390,7 +355,7 @@ def test_a_hand_edit_during_summarising_is_a_conflict_left_pending(reme: Reme, r
     write(root, "resource/plan.txt", "v2\n")
     llm = reme.llm
     assert isinstance(llm, FakeLlm)
-    llm.on_call = lambda: (root / path).write_text(
+    llm.on_call = lambda _kind: (root / path).write_text(
         (root / path).read_text(encoding="utf-8") + "\nmy own line\n", encoding="utf-8"
     )
     result = reme.run("auto_resource")

@@ -5,22 +5,21 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DEFAULT_PLUGIN_MODULES, KEYWORD_ONLY_ENV
+from conftest import KEYWORD_ONLY_ENV
 
-from reme_core import hookimpl
-from reme_core.components import Llm, ModelT, Step, estimate_tokens
+from reme_core.components import Step
 from reme_core.errors import ConfigError, NotFoundError, PathOutsideWorkspaceError, RemeError
 from reme_core.pipelines.engine import PipelineError
-from reme_core.plugins import Plugins
 from reme_core.runtime import Reme
 from reme_core.workspace import init_workspace
 from reme_core.workspace.notes import parse_note
 from reme_plugins.auto_tag import CHECKPOINT_FILE, clean_tag, merge_tags
+from tests.fake_llm import TEXT, RecordingLlm, plugins_with, prompt_tokens
 
 SESSION = "daily/2026-11-02/session-deploy.md"
 POSTGRES = "digest/wiki/postgres.md"
@@ -38,45 +37,29 @@ NOTES = {
 }
 
 
-class FakeTagLlm(Llm):
-    """Tags every note it is shown (``### path`` lines) from ``proposals``; records prompts."""
+SHOWN = re.compile(r"^### (\S+)$", re.MULTILINE)
+"""A note's heading in the tagging prompt."""
+
+
+class FakeTagLlm(RecordingLlm):
+    """Tags every note it is shown (``### path`` lines) from ``proposals``, ``auto`` for the rest:
+    the answer depends on which notes a batch holds, so it is worked out, not replayed."""
 
     name = "fake_tag_llm"
 
     def __init__(self, settings: Any = None, context: Any = None):
         super().__init__(settings, context)
-        self.prompts: list[str] = []
-        self.prompt_tokens: list[int] = []
         self.proposals: dict[str, list[str]] = {}
         self.extra: list[dict[str, Any]] = []
-        self.on_call: Callable[[], None] | None = None
 
-    @property
-    def model_id(self) -> str:
-        return "fake-tags"
-
-    def complete(self, messages: Sequence[dict[str, str]], *, max_tokens: int | None = None) -> str:
-        raise AssertionError("auto_tag uses structured output only")
-
-    def structured(
-        self,
-        messages: Sequence[dict[str, str]],
-        response_model: type[ModelT],
-        *,
-        max_retries: int | None = None,
-    ) -> ModelT:
-        self.usage.calls += 1
-        user = messages[-1]["content"]
-        self.prompts.append(user)
-        self.prompt_tokens.append(sum(estimate_tokens(m["content"]) for m in messages))
-        if self.on_call is not None:
-            self.on_call()
-        shown = re.findall(r"^### (\S+)$", user, flags=re.MULTILINE)
+    def respond(self, kind: str, messages: list[dict[str, str]]) -> Any:
+        assert kind != TEXT, "auto_tag uses structured output only"
+        shown = SHOWN.findall(messages[-1]["content"])
         notes = [{"path": p, "tags": self.proposals.get(p, ["auto"])} for p in shown]
-        return response_model.model_validate({"notes": notes + self.extra})
+        return {"notes": notes + self.extra}
 
     def asked(self) -> list[str]:
-        return [p for prompt in self.prompts for p in re.findall(r"^### (\S+)$", prompt, re.M)]
+        return [path for prompt in self.prompts() for path in SHOWN.findall(prompt)]
 
 
 class MarkChanged(Step):
@@ -88,21 +71,8 @@ class MarkChanged(Step):
         return {"changed": state["mark"]}
 
 
-class TestPlugin:
-    @hookimpl
-    def register_llms(self, register):  # type: ignore[no-untyped-def]
-        register(FakeTagLlm)
-
-    @hookimpl
-    def register_steps(self, register):  # type: ignore[no-untyped-def]
-        register(MarkChanged)
-
-
 def open_workspace(root: Path, *overrides: str, llm: str | None = "fake_tag_llm") -> Reme:
-    plugins = Plugins()
-    for module in DEFAULT_PLUGIN_MODULES:
-        plugins.register(module)
-    plugins.register(TestPlugin(), name="auto_tag_test")
+    plugins = plugins_with(FakeTagLlm, MarkChanged)
     settings = [
         "timezone=UTC",
         "pipelines.auto_tag.steps=[{name: auto_tag}]",
@@ -157,7 +127,7 @@ def test_tags_merge_with_the_existing_ones_normalised_and_capped(reme: Reme, roo
     assert text.endswith(NOTES[SESSION].split("---\n", 2)[2])  # body byte-identical
     assert front(root, SESSION)["tags"] == ["Project", "deploy", "new-tag", "ops"]
     # The model is offered the workspace's tags to reuse.
-    assert "Tags already in use, most used first: deploy, project" in llm.prompts[0]
+    assert "Tags already in use, most used first: deploy, project" in llm.prompts()[0]
     assert set(llm.asked()) == {SESSION, POSTGRES}
 
 
@@ -190,7 +160,7 @@ def test_paths_the_model_was_not_asked_about_are_ignored(reme: Reme, root: Path)
 def test_a_hand_edit_while_the_model_answers_is_a_conflict(reme: Reme, root: Path):
     llm = fake(reme)
     edited = NOTES[POSTGRES].replace("40 connections", "60 connections")
-    llm.on_call = lambda: (root / POSTGRES).write_text(edited, encoding="utf-8")
+    llm.on_call = lambda _kind: (root / POSTGRES).write_text(edited, encoding="utf-8")
     result = reme.run("auto_tag", {"paths": [SESSION, POSTGRES]})
     [conflict] = result.outputs["tag_conflicts"]
     assert conflict["path"] == POSTGRES and "changed since it was read" in conflict["reason"]
@@ -217,7 +187,7 @@ def test_standalone_runs_tag_only_notes_changed_since_last_time(reme: Reme, root
     assert set(first.outputs["tagged"]) == {SESSION, POSTGRES}
     assert (reme.state_dir / CHECKPOINT_FILE).is_file()
 
-    llm.prompts.clear()
+    llm.calls.clear()
     second = reme.run("auto_tag")
     assert llm.usage.calls == 1 and second.outputs["tagged"] == {}  # nothing changed: no call
 
@@ -252,9 +222,9 @@ def test_notes_are_batched_under_the_prompt_budget(root: Path):
         result = reme.run("auto_tag")
         llm = fake(reme)
     assert len(llm.asked()) == 14 and len(result.outputs["tagged"]) == 14
-    assert len(llm.prompts) >= 4  # at most five notes of 200 tokens fit each prompt
-    assert all(len(re.findall(r"^### ", p, re.M)) <= 5 for p in llm.prompts)
-    assert max(llm.prompt_tokens) <= 900 and len(llm.prompt_tokens) == len(llm.prompts)
+    assert len(llm.calls) >= 4  # at most five notes of 200 tokens fit each prompt
+    assert all(len(re.findall(r"^### ", p, re.M)) <= 5 for p in llm.prompts())
+    assert max(prompt_tokens(messages) for messages in llm.messages) <= 900
 
 
 def test_garbage_from_the_model_fails_cleanly_with_nothing_written(root: Path):

@@ -1,4 +1,4 @@
-"""Shared set-up for the dream tests: a small workspace, a recording scripted model, helpers.
+"""Shared set-up for the dream tests: a small workspace, the recording model, helpers.
 
 (Named ``test_*`` so it sits with the dream tests; it holds no tests itself.)
 """
@@ -6,51 +6,21 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from conftest import DEFAULT_PLUGIN_MODULES, KEYWORD_ONLY_ENV
+from conftest import KEYWORD_ONLY_ENV
 
-from reme_core import hookimpl
 from reme_core.plugins import Plugins
 from reme_core.runtime import Reme
 from reme_core.workspace import init_workspace
-from reme_plugins.llm_scripted import ScriptedLlm
-
-
-class RecordingLlm(ScriptedLlm):
-    """The scripted model, keeping every prompt it was sent (and an optional side effect)."""
-
-    name = "recording"
-
-    def __init__(self, *args: Any, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        self.calls: list[tuple[str, list[dict[str, str]]]] = []
-        self.on_call: Callable[[str], None] | None = None
-
-    def structured(self, messages, response_model, *, max_retries=None):  # type: ignore[no-untyped-def]
-        self.calls.append((response_model.__name__, [dict(m) for m in messages]))
-        if self.on_call is not None:
-            self.on_call(response_model.__name__)
-        return super().structured(messages, response_model, max_retries=max_retries)
-
-    def prompts(self, kind: str) -> list[str]:
-        """The last user message of each call for ``kind`` (Extraction or Decision)."""
-        return [messages[-1]["content"] for name, messages in self.calls if name == kind]
-
-
-class RecordingPlugin:
-    @hookimpl
-    def register_llms(self, register):  # type: ignore[no-untyped-def]
-        register(RecordingLlm)
+from tests.fake_llm import RecordingLlm, llm_setting, plugins_with, write_script
 
 
 def plugins() -> Plugins:
-    loaded = Plugins()
-    for module in DEFAULT_PLUGIN_MODULES:
-        loaded.register(module)
-    loaded.register(RecordingPlugin(), name="recording_llm")
+    """The shipped plugins and the recording model, collected (the CLI tests install it)."""
+    loaded = plugins_with(RecordingLlm)
     loaded.collect()
     return loaded
 
@@ -168,12 +138,10 @@ class Workspace:
     ) -> Reme:
         """Close the previous session, write the script and open the workspace on it."""
         self.close()
-        self.script_file.write_text(json.dumps(list(script)), encoding="utf-8")
+        write_script(self.script_file.parent, script, self.script_file.name)
         overrides = [pipeline or self.pipeline, *extra]
         if llm is not None:
-            overrides.append(
-                f"components.llm={{name: {llm}, settings: {{path: {self.script_file}}}}}"
-            )
+            overrides.append(llm_setting(self.script_file, llm))
         self.reme = Reme.open(
             self.root, plugins=plugins(), env=KEYWORD_ONLY_ENV, overrides=overrides
         )

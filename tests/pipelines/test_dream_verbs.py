@@ -1,8 +1,9 @@
-"""dream, end to end with a scripted model: each verb applied when it honours its contract, and
+"""dream, end to end with a recording model: each verb applied when it honours its contract, and
 rejected with nothing changed on disk when it does not."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from pipelines.test_dream_support import (
     edit,
     extraction,
 )
+from reme_core.components import estimate_tokens
 
 
 @pytest.fixture
@@ -95,6 +97,33 @@ def test_refine_by_edit_keeps_everything_and_adds(ws: Workspace):
     text = ws.read("digest/procedure/deploy.md")
     assert new in text and "[[digest/wiki/architecture]]" in text
     assert text.endswith("- [[daily/2026-10-01/first-deploy]]\n- [[daily/2026-11-02/deploy]]\n")
+
+
+def test_a_huge_candidate_is_cut_in_the_prompt_and_edited_in_full(ws: Workspace):
+    history = "".join(f"- Deploy {i:03d} went out without trouble.\n" for i in range(600))
+    node = DEPLOY_NODE.replace("## Sources\n", f"## History\n\n{history}\n## Sources\n")
+    ws.write("digest/procedure/deploy.md", node)
+    step = "3. Restart the service and watch the journal."
+    new = "3. Regenerate requirements.lock.\n4. Restart the service and watch the journal."
+    result = ws.run(
+        [extraction(DEPLOY), decision("REFINE", "digest/procedure/deploy.md", edit=edit(step, new))]
+    )
+    (prompt,) = ws.llm.prompts("Decision")
+    shown = prompt.split('<candidate path="digest/procedure/deploy.md">\n', 1)[1]
+    shown = shown.split("\n</candidate>", 1)[0]
+    # Shown up to candidate_tokens (1500 by default), the cut marked; the tail is not sent.
+    found = re.search(r"\n\[\.\.\. (\d+) more lines not shown\]$", shown)
+    assert found is not None and node.startswith(shown[: found.start()])
+    assert int(found.group(1)) == node.count("\n") - shown[: found.start()].count("\n") - 1
+    assert estimate_tokens(shown[: found.start()]) <= 1500
+    assert step in shown and "Deploy 599" not in prompt and "## Sources" not in shown
+    # The edit is applied to, and verified against, the whole file: nothing hidden is lost.
+    assert only(result)["result"] == "applied"
+    text = ws.read("digest/procedure/deploy.md")
+    assert text == node.replace(step, new).replace(
+        "- [[daily/2026-10-01/first-deploy]]\n",
+        "- [[daily/2026-10-01/first-deploy]]\n- [[daily/2026-11-02/deploy]]\n",
+    )
 
 
 def test_refine_by_full_content(ws: Workspace):

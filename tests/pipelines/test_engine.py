@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import DEFAULT_PLUGIN_MODULES, EXAMPLE_WORKSPACE, KEYWORD_ONLY_ENV
+from conftest import EXAMPLE_WORKSPACE, KEYWORD_ONLY_ENV
 
-from reme_core import hookimpl
 from reme_core.cli import cli
 from reme_core.cli.run_cmd import parse_param
 from reme_core.components import Step
@@ -17,6 +16,7 @@ from reme_core.errors import ConfigError, RemeError, SearchError
 from reme_core.pipelines.engine import PipelineError
 from reme_core.plugins import Plugins
 from reme_core.runtime import Reme
+from tests.fake_llm import plugins_with
 
 
 class Double(Step):
@@ -33,13 +33,6 @@ class Boom(Step):
         raise SearchError("scripted failure")
 
 
-class Steps:
-    @hookimpl
-    def register_steps(self, register):  # type: ignore[no-untyped-def]
-        register(Double)
-        register(Boom)
-
-
 PIPELINES = [
     "pipelines.twice.steps=[{name: double}, {name: double}]",
     "pipelines.fails.steps=[{name: double}, {name: boom}]",
@@ -48,10 +41,7 @@ PIPELINES = [
 
 @pytest.fixture
 def reme(tmp_path: Path) -> Iterator[Reme]:
-    plugins = Plugins()
-    for module in DEFAULT_PLUGIN_MODULES:
-        plugins.register(module)
-    plugins.register(Steps(), name="test_steps")
+    plugins = plugins_with(Double, Boom)
     root = tmp_path / "ws"
     shutil.copytree(EXAMPLE_WORKSPACE, root, ignore=shutil.ignore_patterns(".reme"))
     with Reme.open(root, plugins=plugins, env=KEYWORD_ONLY_ENV, overrides=PIPELINES) as opened:
@@ -138,16 +128,7 @@ class Ask(Step):
 
 
 def test_llm_calls_and_tokens_are_reported_per_run(tmp_path: Path):
-    plugins = Plugins()
-    for module in DEFAULT_PLUGIN_MODULES:
-        plugins.register(module)
-
-    class AskPlugin:
-        @hookimpl
-        def register_steps(self, register):  # type: ignore[no-untyped-def]
-            register(Ask)
-
-    plugins.register(AskPlugin(), name="ask_plugin")
+    plugins = plugins_with(Ask)
     root = tmp_path / "ws"
     root.mkdir()
     (root / "script.json").write_text('["forty-two", "again"]')

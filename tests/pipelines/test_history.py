@@ -7,16 +7,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import DEFAULT_PLUGIN_MODULES, KEYWORD_ONLY_ENV
+from conftest import KEYWORD_ONLY_ENV
 
-from reme_core import hookimpl
 from reme_core.components import Step
 from reme_core.errors import WorkspaceError
 from reme_core.pipelines.engine import PipelineError
-from reme_core.plugins import Plugins
 from reme_core.runtime import Reme
 from reme_core.workspace import init_workspace
 from reme_core.workspace.history import History, HistoryError
+from tests.fake_llm import plugins_with
 
 
 class WriteNote(Step):
@@ -34,19 +33,9 @@ class FailAfter(Step):
         raise WorkspaceError("scripted failure after a write")
 
 
-class Steps:
-    @hookimpl
-    def register_steps(self, register):  # type: ignore[no-untyped-def]
-        register(WriteNote)
-        register(FailAfter)
-
-
 @pytest.fixture
 def reme(tmp_path: Path) -> Iterator[Reme]:
-    plugins = Plugins()
-    for module in DEFAULT_PLUGIN_MODULES:
-        plugins.register(module)
-    plugins.register(Steps(), name="test_steps")
+    plugins = plugins_with(WriteNote, FailAfter)
     root = tmp_path / "ws"
     init_workspace(root)
     (root / "digest/wiki/keep.md").write_text("# Keep\n\nfirst line\n", encoding="utf-8")

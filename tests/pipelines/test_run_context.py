@@ -15,9 +15,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import DEFAULT_PLUGIN_MODULES, KEYWORD_ONLY_ENV
+from conftest import KEYWORD_ONLY_ENV
 
-from reme_core import hookimpl
 from reme_core.cli import cli
 from reme_core.components import AgentTask, Step
 from reme_core.errors import ConfigError
@@ -26,6 +25,7 @@ from reme_core.pipelines.prompts import LANGUAGES, load_prompts, placeholders
 from reme_core.pipelines.run import PipelineRun
 from reme_core.plugins import Plugins
 from reme_core.runtime import Reme
+from tests.fake_llm import plugins_with
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -229,20 +229,9 @@ class Agentic(Step):
         return {"changed": result.changed, "language": prompts.language}
 
 
-class StepsPlugin:
-    @hookimpl
-    def register_steps(self, register):  # type: ignore[no-untyped-def]
-        for step in (AskModel, Recorder, NeedsModel, Agentic):
-            register(step)
-
-
 @pytest.fixture
 def plugins() -> Plugins:
-    manager = Plugins()
-    for module in DEFAULT_PLUGIN_MODULES:
-        manager.register(module)
-    manager.register(StepsPlugin(), name="test_run_context_steps")
-    return manager
+    return plugins_with(AskModel, Recorder, NeedsModel, Agentic)
 
 
 def open_reme(root: Path, plugins: Plugins, *overrides: str) -> Reme:

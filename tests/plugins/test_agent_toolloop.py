@@ -1,10 +1,9 @@
-"""The ``toolloop`` agent wrapper: the AgentWrapper conformance suite driven by the scripted LLM,
+"""The ``toolloop`` agent wrapper: the AgentWrapper conformance suite driven by a recording LLM,
 what is specific to the loop (argument errors, result caps, retries, usage), and a run through
 ``Reme.run_agent`` with the configured components."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -12,14 +11,13 @@ from typing import Any
 import pytest
 from conftest import KEYWORD_ONLY_ENV
 
-from reme_core.components import AgentResult, AgentTask, ModelT
+from reme_core.components import AgentResult, AgentTask
 from reme_core.errors import ConfigError
 from reme_core.plugins import Plugins
 from reme_core.runtime import Reme
-from reme_core.workspace import FileTools, Journal, find_state_dir, init_workspace
+from reme_core.workspace import FileTools, Journal, find_state_dir
 from reme_plugins import agent_toolloop
 from reme_plugins.agent_toolloop import ToolLoopAgent
-from reme_plugins.llm_scripted import ScriptedLlm
 from tests.conformance.agent_wrapper import (
     SEED,
     TODO_PATH,
@@ -29,11 +27,13 @@ from tests.conformance.agent_wrapper import (
     Fail,
     Move,
     Scenario,
+    seed_workspace,
 )
+from tests.fake_llm import RecordingLlm, llm_setting, write_script
 
 
 def entries(plan: Sequence[Move]) -> list[dict[str, Any]]:
-    """A conformance plan as the actions the scripted model answers with."""
+    """A conformance plan as the actions the recording model answers with."""
     out: list[dict[str, Any]] = []
     for move in plan:
         if isinstance(move, Call):
@@ -45,33 +45,9 @@ def entries(plan: Sequence[Move]) -> list[dict[str, Any]]:
     return out
 
 
-class RecordingLlm(ScriptedLlm):
-    """The scripted model, keeping the messages of each call to check what the loop fed back."""
-
-    def __init__(self, *args: Any, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        self.seen: list[list[dict[str, str]]] = []
-
-    def structured(
-        self,
-        messages: Sequence[dict[str, str]],
-        response_model: type[ModelT],
-        *,
-        max_retries: int | None = None,
-    ) -> ModelT:
-        self.seen.append([dict(m) for m in messages])
-        return super().structured(messages, response_model, max_retries=max_retries)
-
-
-def make_llm(folder: Path, script: list[Any], **settings: Any) -> RecordingLlm:
-    path = folder / "script.json"
-    path.write_text(json.dumps(script), encoding="utf-8")
-    return RecordingLlm(ScriptedLlm.Settings(path=str(path), **settings))
-
-
 class TestToolLoopConformance(AgentWrapperConformance):
-    def make_agent(self, scenario: Scenario, scratch: Path) -> tuple[ToolLoopAgent, ScriptedLlm]:
-        return ToolLoopAgent(), make_llm(scratch, entries(scenario.plan))
+    def make_agent(self, scenario: Scenario, scratch: Path) -> tuple[ToolLoopAgent, RecordingLlm]:
+        return ToolLoopAgent(), RecordingLlm.replaying(entries(scenario.plan))
 
 
 # -- toolloop specifics ------------------------------------------------------------------------
@@ -79,12 +55,7 @@ class TestToolLoopConformance(AgentWrapperConformance):
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    init_workspace(root)
-    for path, text in SEED.items():
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-        (root / path).write_text(text, encoding="utf-8")
-    return root
+    return seed_workspace(tmp_path / "ws")
 
 
 def run_loop(
@@ -96,7 +67,7 @@ def run_loop(
     max_turns: int = 8,
     **settings: Any,
 ) -> tuple[AgentResult, RecordingLlm]:
-    llm = make_llm(root.parent, script, **(llm_settings or {}))
+    llm = RecordingLlm.replaying(script, **(llm_settings or {}))
     tools = FileTools(root, journal=Journal(find_state_dir(root))).confined(list(allowed))
     task = AgentTask(instructions="Keep the notes tidy.", prompt="Do it.", max_turns=max_turns)
     result = ToolLoopAgent(ToolLoopAgent.Settings(**settings)).run(task, tools=tools, llm=llm)
@@ -117,7 +88,7 @@ def test_no_model_is_a_config_error(root: Path) -> None:
 
 def test_system_prompt_has_protocol_paths_and_instructions(root: Path) -> None:
     result, llm = run_loop(root, [{"answer": "ok"}])
-    system, user = llm.seen[0]
+    system, user = llm.messages[0]
     assert system["role"] == "system" and user == {"role": "user", "content": "Do it."}
     assert '"tool"' in system["content"] and "frontmatter" in system["content"]
     assert '["notes/allowed"]' in system["content"]
@@ -127,8 +98,8 @@ def test_system_prompt_has_protocol_paths_and_instructions(root: Path) -> None:
 
 def test_chinese_protocol_prompt(root: Path) -> None:
     _, llm = run_loop(root, [{"answer": "好"}], allowed=(), language="zh")
-    assert "工具" in llm.seen[0][0]["content"]
-    assert "所有文件工具调用都会被拒绝" in llm.seen[0][0]["content"]
+    assert "工具" in llm.messages[0][0]["content"]
+    assert "所有文件工具调用都会被拒绝" in llm.messages[0][0]["content"]
 
 
 def test_bad_arguments_are_fed_back_not_fatal(root: Path) -> None:
@@ -146,7 +117,7 @@ def test_bad_arguments_are_fed_back_not_fatal(root: Path) -> None:
     assert not bad_line.ok and "start_line" in (bad_line.error or "")
     assert ok.ok and result.changed == ["notes/allowed/a.md"]
     assert (root / "notes/allowed/a.md").read_text(encoding="utf-8") == "# A\n"
-    feedback = llm.seen[1][-1]
+    feedback = llm.messages[1][-1]
     assert feedback["role"] == "user" and "write failed" in feedback["content"]
     assert "content" in feedback["content"]
     assert result.stopped == "done"
@@ -161,9 +132,9 @@ def test_refusals_and_conflicts_are_fed_back(root: Path) -> None:
     ]
     result, llm = run_loop(root, script)
     assert [c.ok for c in result.tool_calls] == [False, False, False]
-    assert "outside the paths allowed" in llm.seen[1][-1]["content"]
-    assert "changed since it was read" in llm.seen[2][-1]["content"]
-    assert "does not exist" in llm.seen[3][-1]["content"]
+    assert "outside the paths allowed" in llm.messages[1][-1]["content"]
+    assert "changed since it was read" in llm.messages[2][-1]["content"]
+    assert "does not exist" in llm.messages[3][-1]["content"]
     assert (root / TODO_PATH).read_text(encoding="utf-8") == SEED[TODO_PATH]
     assert result.changed == []
 
@@ -172,7 +143,7 @@ def test_oversized_results_are_cut(root: Path) -> None:
     (root / "notes/allowed/big.md").write_text("# Big\n\n" + "word " * 2000, encoding="utf-8")
     script = [{"tool": "read", "args": {"path": "notes/allowed/big.md"}}, {"answer": "read"}]
     result, llm = run_loop(root, script, max_result_chars=300)
-    fed = llm.seen[1][-1]["content"]
+    fed = llm.messages[1][-1]["content"]
     assert "cut: 300 of" in fed
     assert len(fed) < 600
     assert result.tool_calls[0].ok and result.stopped == "done"
@@ -207,7 +178,7 @@ def test_usage_is_counted_on_the_model(root: Path) -> None:
     assert llm.usage.calls == 3 and llm.usage.retries == 0
     assert llm.usage.prompt_tokens > 0 and llm.usage.completion_tokens > 0
     # Each call sends the growing conversation: the tool results make later prompts longer.
-    assert len(llm.seen[2]) == len(llm.seen[1]) + 2 == len(llm.seen[0]) + 4
+    assert len(llm.messages[2]) == len(llm.messages[1]) + 2 == len(llm.messages[0]) + 4
     assert result.turns == 3
 
 
@@ -243,11 +214,10 @@ def test_run_agent_confines_to_the_allowed_paths(tmp_path: Path, default_plugins
     root = tmp_path / "ws"
     root.mkdir()
     write = {"tool": "write", "args": {"path": "notes/zebra.md", "content": "# Zebra quokka\n"}}
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps([write, {"answer": "refused"}, write, {"answer": "written"}]))
+    answers = write_script(tmp_path, [write, {"answer": "refused"}, write, {"answer": "written"}])
     overrides = [
         "components.agent_wrapper={name: toolloop, settings: {max_result_chars: 2000}}",
-        f"components.llm={{name: scripted, settings: {{path: '{script}'}}}}",
+        llm_setting(answers, "scripted"),
     ]
     task = AgentTask(instructions="Write notes.", prompt="Write notes/zebra.md.")
     opened = Reme.open(root, plugins=default_plugins, env=KEYWORD_ONLY_ENV, overrides=overrides)
