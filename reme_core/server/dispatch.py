@@ -1,0 +1,154 @@
+"""One operation call on behalf of a principal: the checks and bookkeeping every transport shares.
+
+The HTTP routes and the MCP tools both call ``run_operation``, so a token gets the same answer,
+the same refusal and the same error either way. It blocks (operations do file and index work):
+call it from a worker thread in async code.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from contextlib import nullcontext
+from typing import Any
+
+from pydantic import ValidationError
+
+from reme_core.errors import RemeError
+from reme_core.server.http_errors import ApiError
+from reme_core.server.principal import Principal, current_principal
+from reme_core.server.workspaces import WorkspaceRegistry
+from reme_core.service.operations import OPERATIONS, Input, Operation, Profile, SearchInput
+
+log = logging.getLogger("reme.server")
+
+RECORDED = frozenset({"auto_memory", "auto_memory_cc", "auto_resource", "dream", "reindex"})
+"""Operations whose runs ``/status`` lists (pipelines and maintenance)."""
+SERIAL = frozenset({"auto_memory", "auto_memory_cc", "auto_resource", "dream"})
+"""Pipelines: one run at a time per workspace (their usage counters assume it)."""
+
+
+def authorize(
+    registry: WorkspaceRegistry, principal: Principal, workspace: str, needed: Profile
+) -> None:
+    """Refuse unless ``principal`` may use ``workspace`` with a profile of at least ``needed``.
+
+    A token not bound to the workspace gets 403 whether or not the workspace exists, so a token
+    cannot probe for names it was not given."""
+    if not principal.may_use(workspace):
+        raise ApiError(403, "Forbidden", f"this token may not use workspace {workspace!r}")
+    if workspace not in registry.names:
+        raise ApiError(
+            404,
+            "NotFoundError",
+            f"no workspace named {workspace!r}; this server serves {', '.join(registry.names)}",
+        )
+    if not principal.may_call(needed):
+        raise ApiError(
+            403,
+            "Forbidden",
+            f"this needs a {needed!r} token (or higher); this token's profile is "
+            f"{principal.profile!r}",
+        )
+
+
+def run_operation(
+    registry: WorkspaceRegistry,
+    principal: Principal,
+    workspace: str,
+    name: str,
+    payload: dict[str, Any] | Input,
+    *,
+    include_shared: bool = False,
+) -> Any:
+    """Authorize, run and record one operation; returns JSON-ready data."""
+    op = OPERATIONS.get(name)
+    if op is None:
+        raise ApiError(404, "NotFoundError", f"no operation {name!r}")
+    authorize(registry, principal, workspace, op.profile)
+    given = (
+        payload if isinstance(payload, op.input_model) else op.input_model.model_validate(payload)
+    )
+    reset = current_principal.set(principal)
+    try:
+        if name == "search":
+            assert isinstance(given, SearchInput)
+            return _search(registry, principal, workspace, given, include_shared)
+        result = _call(registry, workspace, op, given)
+        if name == "status":
+            result["server"] = registry.server_status(workspace)
+            result["degraded"] = result["server"]["degraded"]
+        return result
+    finally:
+        current_principal.reset(reset)
+
+
+def _call(registry: WorkspaceRegistry, workspace: str, op: Operation, given: Input) -> Any:
+    started = time.time()
+    serial = registry.serial(workspace, op.name) if op.name in SERIAL else nullcontext()
+    try:
+        with serial, registry.use(workspace) as reme:
+            result = op.call(reme, given)
+    except Exception as exc:
+        if op.name in RECORDED:
+            registry.record_run(workspace, op.name, started, exc)
+        elif not isinstance(exc, RemeError | ValidationError):
+            # Not the caller's mistake nor the configuration's: a server fault.
+            registry.record_error(workspace, op.name, exc)
+            log.exception("operation %s on %s failed", op.name, workspace)
+        raise
+    if op.name in RECORDED:
+        registry.record_run(workspace, op.name, started)
+    return result
+
+
+def _search(
+    registry: WorkspaceRegistry,
+    principal: Principal,
+    workspace: str,
+    given: SearchInput,
+    include_shared: bool,
+) -> dict[str, Any]:
+    """Search the workspace, and with ``include_shared`` also the shared workspaces this token
+    may use ("project plus global" recall); hits are merged by score, each naming its workspace.
+    A shared workspace that fails is reported in ``degraded``, not raised: the caller's own
+    results still come back."""
+    op = OPERATIONS["search"]
+    own = _call(registry, workspace, op, given)
+    searched = [workspace]
+    extra: list[tuple[str, dict[str, Any]]] = []
+    degraded = [*own["degraded"], *registry.degraded(workspace)]
+    if include_shared:
+        for name in registry.settings.server.shared_workspaces:
+            if name == workspace or not principal.may_use(name):
+                continue
+            try:
+                found = _call(registry, name, op, given)
+            except Exception as exc:
+                degraded.append(f"{name}: search failed: {type(exc).__name__}: {exc}")
+                continue
+            searched.append(name)
+            extra.append((name, found))
+            degraded += [f"{name}: {d}" for d in [*found["degraded"], *registry.degraded(name)]]
+    hits = _tagged(own["hits"], workspace)
+    linked = _tagged(own["linked"], workspace)
+    arms = list(own["arms"])
+    for name, found in extra:
+        hits += _tagged(found["hits"], name)
+        linked += _tagged(found["linked"], name)
+        arms += [a for a in found["arms"] if a not in arms]
+    # Stable sort: on equal scores the caller's own workspace comes first.
+    hits.sort(key=lambda hit: -hit["score"])
+    limit = given.limit or registry.settings.search.limit
+    return {
+        **own,
+        "hits": hits[:limit],
+        "linked": linked,
+        "arms": arms,
+        "degraded": degraded,
+        "workspaces": searched,
+    }
+
+
+def _tagged(items: list[dict[str, Any]], workspace: str) -> list[dict[str, Any]]:
+    return [{**item, "workspace": workspace} for item in items]
