@@ -13,21 +13,19 @@ an operation goes through the server when one is running, and in-process otherwi
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 import httpx
-from pydantic import BaseModel
 
 from reme_core import errors
 from reme_core.errors import RemeError
 from reme_core.pipelines.engine import PipelineResult
 from reme_core.schema import SearchFilters, SearchResponse
+from reme_core.server.discovery import Discovery, read_discovery
 from reme_core.workspace import results
 
-DISCOVERY_FILE = "server.json"
 TOKEN_FILE = "token"
 TOKEN_ENV = "REME_TOKEN"
 
@@ -36,43 +34,26 @@ class ServerError(RemeError):
     """The server answered with an error that has no matching local type, or cannot be reached."""
 
 
-class ServerInfo(BaseModel):
-    url: str
-    pid: int | None = None
-    workspaces: list[str] = []
+def discover(workspace: Path) -> Discovery | None:
+    """The server serving ``workspace``: one holds its ``.reme/server.lock`` and wrote
+    ``server.json`` (a file left by a server that died is ignored: its lock is free)."""
+    return read_discovery(workspace)
 
 
-def discover(workspace: Path) -> ServerInfo | None:
-    """The server serving ``workspace``, if its discovery file names a live process."""
-    path = workspace / ".reme" / DISCOVERY_FILE
-    try:
-        info = ServerInfo.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError):
-        return None
-    if info.pid is not None and not _alive(info.pid):
-        return None  # a server that died without cleaning up: work in-process
-    return info
-
-
-def token_for(workspace: Path) -> str | None:
-    """``$REME_TOKEN``, else the token ``reme serve`` created in ``.reme/token``."""
+def token_for(workspace: Path, info: Discovery | None = None) -> str | None:
+    """``$REME_TOKEN``, else the admin token the server created (``token_file``, normally
+    ``.reme/token`` of the server's first workspace)."""
     given = os.environ.get(TOKEN_ENV, "").strip()
     if given:
         return given
-    try:
-        return (workspace / ".reme" / TOKEN_FILE).read_text(encoding="utf-8").strip() or None
-    except OSError:
-        return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    candidates = [Path(info.token_file)] if info is not None and info.token_file else []
+    candidates.append(workspace / ".reme" / TOKEN_FILE)
+    for path in candidates:
+        try:
+            return path.read_text(encoding="utf-8").strip() or None
+        except OSError:
+            continue
+    return None
 
 
 class RemeClient:
@@ -197,10 +178,12 @@ PIPELINE_OPERATIONS = ("auto_memory", "auto_memory_cc", "auto_resource", "dream"
 class RemoteReme:
     """The part of ``Reme`` the CLI uses, served by a running server."""
 
-    def __init__(self, client: RemeClient, info: ServerInfo, settings: Any):
+    def __init__(self, client: RemeClient, info: Discovery, settings: Any, root: Path):
         self.client = client
         self.server = info
         self.settings = settings  # the local view of config, for defaults such as statuses
+        self.root = root
+        self.state_dir = root / ".reme"  # files the server writes there (schedule) are readable
         self.files = _RemoteFiles(client)
 
     def search(

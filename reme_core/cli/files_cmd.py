@@ -27,7 +27,7 @@ hash_option = click.option(
 @click.argument("path")
 @click.option("--start-line", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--end-line", type=click.IntRange(min=1))
-@workspace_options
+@workspace_options(remote=True)
 def read_command(
     opener: Callable[[], Reme], as_json: bool, path: str, start_line: int, end_line: int | None
 ) -> None:
@@ -45,7 +45,7 @@ def read_command(
 @click.argument("path")
 @click.option("--content", help="The note's full text (default: read standard input).")
 @hash_option
-@workspace_options
+@workspace_options(remote=True)
 def write_command(
     opener: Callable[[], Reme],
     as_json: bool,
@@ -75,7 +75,7 @@ def write_command(
     help="How many occurrences must be found (all are replaced).",
 )
 @hash_option
-@workspace_options
+@workspace_options(remote=True)
 def edit_command(
     opener: Callable[[], Reme],
     as_json: bool,
@@ -110,7 +110,7 @@ def edit_command(
     "--remove", "removals", multiple=True, metavar="KEY", help="Remove a key. Repeatable."
 )
 @hash_option
-@workspace_options
+@workspace_options(remote=True)
 def frontmatter_command(
     opener: Callable[[], Reme],
     as_json: bool,
@@ -151,7 +151,7 @@ def frontmatter_command(
 @click.argument("src")
 @click.argument("dst")
 @hash_option
-@workspace_options
+@workspace_options(remote=True)
 def move_command(
     opener: Callable[[], Reme], as_json: bool, src: str, dst: str, expected_hash: str | None
 ) -> None:
@@ -171,7 +171,7 @@ def move_command(
 @click.command("delete")
 @click.argument("path")
 @hash_option
-@workspace_options
+@workspace_options(remote=True)
 def delete_command(
     opener: Callable[[], Reme], as_json: bool, path: str, expected_hash: str | None
 ) -> None:
@@ -191,7 +191,7 @@ def delete_command(
 @click.command("ls")
 @click.argument("path", required=False, default="")
 @click.option("--recursive", "-r", is_flag=True)
-@workspace_options
+@workspace_options(remote=True)
 def ls_command(opener: Callable[[], Reme], as_json: bool, path: str, recursive: bool) -> None:
     """List files and folders (skips .reme, .git and hidden files)."""
     with opener() as reme:
@@ -207,7 +207,7 @@ def ls_command(opener: Callable[[], Reme], as_json: bool, path: str, recursive: 
 
 @click.command("stat")
 @click.argument("path")
-@workspace_options
+@workspace_options(remote=True)
 def stat_command(opener: Callable[[], Reme], as_json: bool, path: str) -> None:
     """Size, hash, modification time, line count and frontmatter of a file."""
     with opener() as reme:

@@ -80,7 +80,7 @@ def optimize_command(opener: Callable[[], Reme], as_json: bool) -> None:
 
 
 @click.command("status")
-@workspace_options
+@workspace_options(remote=True)
 def status_command(opener: Callable[[], Reme], as_json: bool) -> None:
     """Files, chunks, index state, unresolved links, files that could not be indexed, and the
     schedule: each job's last run (and its result) and next run."""

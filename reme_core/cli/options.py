@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,11 +12,25 @@ from typing import Any
 import click
 from pydantic import BaseModel
 
+from reme_core.client import RemeClient, RemoteReme, discover, token_for
 from reme_core.runtime import Reme
+from reme_core.settings import load_settings
+
+LOCAL_ENV = "REME_LOCAL"
+"""Set to 1 to make every command work in-process even when a server is running."""
 
 
-def workspace_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Add --workspace, --config, --set and --json, and pass an opener for the workspace."""
+def workspace_options(
+    func: Callable[..., Any] | None = None, *, remote: bool = False
+) -> Callable[..., Any]:
+    """Add --workspace, --config, --set and --json, and pass an opener for the workspace.
+
+    With ``remote=True`` the opener returns a ``RemoteReme`` when a server is running for the
+    workspace (its writes then go through the one writer, and are indexed there), unless
+    ``--set`` asks for a different configuration or ``REME_LOCAL=1``.
+    """
+    if func is None:
+        return functools.partial(workspace_options, remote=remote)
 
     @click.option(
         "--workspace",
@@ -44,11 +59,29 @@ def workspace_options(func: Callable[..., Any]) -> Callable[..., Any]:
         **kwargs: Any,
     ) -> Any:
         def opener() -> Reme:
+            if remote and not overrides:
+                served = _served(workspace, config_file)
+                if served is not None:
+                    return served
             return Reme.open(workspace, config_file=config_file, overrides=overrides)
 
         return func(opener=opener, as_json=as_json, **kwargs)
 
     return wrapper
+
+
+def _served(workspace: Path | None, config_file: Path | None) -> Any:
+    """A ``RemoteReme`` for the server serving this workspace, or None to work in-process."""
+    if os.environ.get(LOCAL_ENV, "").strip() in ("1", "true", "yes"):
+        return None
+    settings = load_settings(config_file)
+    root = workspace.expanduser().resolve() if workspace is not None else settings.workspace_path()
+    info = discover(root)
+    if info is None:
+        return None
+    # The server may serve this folder under another name than its default workspace.
+    client = RemeClient(info.url, token_for(root, info), workspace=info.workspace)
+    return RemoteReme(client, info, settings, root)
 
 
 def emit(result: Any, as_json: bool, text: Callable[[Any], str] | None = None) -> None:

@@ -49,7 +49,7 @@ def parse_param(item: str) -> tuple[str, Any]:
     metavar="KEY=VALUE|KEY=@FILE",
     help="A pipeline parameter (repeatable).",
 )
-@workspace_options
+@workspace_options(remote=True)
 def run_command(
     opener: Callable[[], Reme], as_json: bool, pipeline: str, items: tuple[str, ...]
 ) -> None:

@@ -9,6 +9,7 @@ import click
 from pydantic import ValidationError
 
 from reme_core.cli.options import emit, workspace_options
+from reme_core.client import RemoteReme
 from reme_core.errors import SearchError
 from reme_core.runtime import Reme
 from reme_core.schema import SearchFilters, SearchResponse
@@ -39,7 +40,7 @@ def _date(_: click.Context, param: click.Parameter, value: str | None) -> dt.dat
 )
 @click.option("--no-expand", is_flag=True, help="Skip one-hop link expansion.")
 @click.option("--no-sync", is_flag=True, help="Skip the incremental index pass before searching.")
-@workspace_options
+@workspace_options(remote=True)
 def search_command(
     opener: Callable[[], Reme],
     as_json: bool,
@@ -83,6 +84,8 @@ SEARCH_EMBED_BUDGET = 256
 
 def sync_before_search(reme: Reme) -> None:
     """Catch up with edits made outside reme; embed them too when that is cheap."""
+    if isinstance(reme, RemoteReme):
+        return  # the server's watcher keeps its index current
     reme.index(vectors="skip")
     if reme.vectors is not None and reme.vectors.available:
         done, total = reme.vectors.coverage()

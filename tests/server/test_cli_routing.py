@@ -1,0 +1,88 @@
+"""With a server running for the workspace, CLI commands go through it; otherwise in-process."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import EXAMPLE_WORKSPACE, KEYWORD_ONLY_ENV
+
+from reme_core.cli import cli
+from reme_core.server.auth import TokenStore
+from reme_core.server.serve import Server
+from reme_core.settings import load_settings
+from tests.server.api_support import plugins
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Server]]:
+    workspace = tmp_path_factory.mktemp("routing") / "ws"
+    shutil.copytree(EXAMPLE_WORKSPACE, workspace, ignore=shutil.ignore_patterns(".reme"))
+    settings = load_settings(
+        overrides=[f"workspace={workspace}", "server.port=0"], env=KEYWORD_ONLY_ENV
+    )
+    server = Server(settings, plugins=plugins(), echo=lambda _: None, log_level="warning")
+    thread = threading.Thread(target=server.run)
+    thread.start()
+    try:
+        assert server.ready.wait(30)
+        yield workspace, server
+    finally:
+        server.stop()
+        thread.join(30)
+
+
+def reme(workspace: Path, *args: str, **env: str) -> tuple[int, str]:
+    runner = CliRunner()
+    environment = {**KEYWORD_ONLY_ENV, "REME_TOKEN": "", "REME_LOCAL": "", **env}
+    result = runner.invoke(cli, [*args, "-w", str(workspace)], env=environment)
+    return result.exit_code, result.output
+
+
+def test_commands_go_through_the_running_server(served: tuple[Path, Server]):
+    workspace, _ = served
+    code, out = reme(
+        workspace, "write", "daily/2026-11-29/routed.md", "--content", "# R\n\nokapi\n", "--json"
+    )
+    assert code == 0, out
+    assert json.loads(out)["created"]
+    code, out = reme(workspace, "search", "okapi", "--json")
+    assert code == 0 and json.loads(out)["hits"][0]["path"] == "daily/2026-11-29/routed.md"
+    code, out = reme(workspace, "read", "daily/2026-11-29/routed.md")
+    assert code == 0 and "okapi" in out
+    code, out = reme(workspace, "status", "--json")
+    assert code == 0 and json.loads(out)["files"] > 0
+
+
+def test_a_narrower_token_is_enforced_on_cli_calls(served: tuple[Path, Server]):
+    workspace, _ = served
+    _, secret = TokenStore(workspace / ".reme").create("read", ["default"])
+    code, out = reme(workspace, "search", "deploy", REME_TOKEN=secret)
+    assert code == 0, out
+    code, out = reme(
+        workspace, "write", "daily/2026-11-29/nope.md", "--content", "# no\n", REME_TOKEN=secret
+    )
+    assert code != 0 and "write" in out
+    assert not (workspace / "daily/2026-11-29/nope.md").exists()
+
+
+def test_reme_local_and_set_work_in_process(served: tuple[Path, Server]):
+    workspace, _ = served
+    _, secret = TokenStore(workspace / ".reme").create("read", ["default"])
+    # The read-only token would refuse this write if it went to the server.
+    code, out = reme(
+        workspace,
+        "write",
+        "daily/2026-11-29/local.md",
+        "--content",
+        "# L\n",
+        REME_TOKEN=secret,
+        REME_LOCAL="1",
+    )
+    assert code == 0, out
+    assert (workspace / "daily/2026-11-29/local.md").exists()
