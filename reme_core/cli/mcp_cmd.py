@@ -7,7 +7,6 @@ from pathlib import Path
 import click
 
 from reme_core.runtime import Reme
-from reme_core.server.mcp_server import DEFAULT_WORKSPACE, run_stdio
 
 
 @click.command("mcp")
@@ -33,6 +32,10 @@ def mcp_command(
 ) -> None:
     """Serve MCP over stdin/stdout (every tool: the client spawned this process, so it is
     the workspace's owner). stdout carries only the protocol; logs go to stderr."""
+    # Imported here: the MCP SDK takes a noticeable part of a second to import, which every
+    # other command would pay at startup.
+    from reme_core.server.mcp_server import DEFAULT_WORKSPACE, run_stdio
+
     with Reme.open(workspace, config_file=config_file, overrides=overrides) as reme:
         # Catch up with edits made while no server ran; vectors embed in the background.
         reme.index(vectors="background")

@@ -34,12 +34,15 @@ from starlette.types import Receive, Scope, Send
 from reme_core import __version__
 from reme_core.errors import RemeError
 from reme_core.runtime import Reme
+from reme_core.server.http_errors import ApiError
 from reme_core.server.principal import LOCAL_ADMIN, Principal, current_principal
-from reme_core.service.operations import OPERATIONS, Operation
+from reme_core.service.operations import OPERATIONS, Input, Operation
 
 logger = logging.getLogger(__name__)
 
 GetReme = Callable[[str], Reme]
+Runner = Callable[[Principal, str, str, Input], Any]
+"""``runner(principal, workspace, operation name, validated input) -> JSON-ready result``."""
 """Workspace name -> its open ``Reme`` (the server's registry; may raise ``RemeError``)."""
 
 DEFAULT_WORKSPACE = "default"
@@ -127,11 +130,16 @@ class RemeMcp:
     """The tool handlers for one set of served workspaces."""
 
     def __init__(
-        self, get_reme: GetReme, workspaces: Sequence[str], fallback: Principal | None = None
+        self,
+        get_reme: GetReme,
+        workspaces: Sequence[str],
+        fallback: Principal | None = None,
+        runner: Runner | None = None,
     ):
         if not workspaces:
             raise ValueError("an MCP server needs at least one workspace")
         self.get_reme = get_reme
+        self.runner = runner or self._run_directly
         self.workspaces = list(workspaces)
         self.default = DEFAULT_WORKSPACE if DEFAULT_WORKSPACE in workspaces else workspaces[0]
         self.fallback = fallback
@@ -190,11 +198,12 @@ class RemeMcp:
                 )
             workspace = self.workspace_for(principal, arguments.pop("workspace", None))
             payload = op.input_model.model_validate(arguments)
-            reme = self.get_reme(workspace)
             # Handlers block (disk, index locks, model calls): keep them off the event loop.
-            data = await anyio.to_thread.run_sync(op.call, reme, payload)
+            data = await anyio.to_thread.run_sync(self.runner, principal, workspace, name, payload)
         except _Refused as exc:
             return _error(str(exc))
+        except ApiError as exc:  # the server's own refusals (profile, workspace), via its runner
+            return _error(f"{exc.kind}: {exc.message}")
         except ValidationError as exc:
             return _error(_validation_message(exc))
         except RemeError as exc:
@@ -203,6 +212,9 @@ class RemeMcp:
             logger.exception("MCP tool %s failed", name)
             return _error(f"internal error in {name}: {type(exc).__name__}: {exc}")
         return _ok(data)
+
+    def _run_directly(self, principal: Principal, workspace: str, name: str, payload: Input) -> Any:
+        return OPERATIONS[name].call(self.get_reme(workspace), payload)
 
     def default_for(self, principal: Principal) -> str:
         visible = self.visible_workspaces(principal)
@@ -228,11 +240,18 @@ class RemeMcp:
 
 
 def build_mcp_server(
-    get_reme: GetReme, workspaces: Sequence[str], *, fallback: Principal | None = None
+    get_reme: GetReme,
+    workspaces: Sequence[str],
+    *,
+    fallback: Principal | None = None,
+    runner: Runner | None = None,
 ) -> Server[Any]:
     """The low-level MCP server. ``fallback`` is who calls when no request principal is set
-    (``LOCAL_ADMIN`` for stdio only; ``None`` refuses everything then)."""
-    handlers = RemeMcp(get_reme, workspaces, fallback)
+    (``LOCAL_ADMIN`` for stdio only; ``None`` refuses everything then). ``runner`` runs one
+    operation (the server passes its dispatcher, so MCP calls are counted in flight, serialised
+    per pipeline and recorded in /status like HTTP calls); by default the operation runs on
+    ``get_reme(workspace)`` directly."""
+    handlers = RemeMcp(get_reme, workspaces, fallback, runner)
     return Server(
         "reme",
         version=__version__,
@@ -297,6 +316,7 @@ def build_mcp_app(
     workspaces: Sequence[str],
     *,
     security: TransportSecuritySettings | None = None,
+    runner: Runner | None = None,
 ) -> tuple[McpHttpApp, Callable[[], AbstractAsyncContextManager[None]]]:
     """``(asgi_app, lifespan)`` for MCP over streamable HTTP.
 
@@ -307,7 +327,7 @@ def build_mcp_app(
         async with lifespan():
             yield
     """
-    app = McpHttpApp(build_mcp_server(get_reme, workspaces), security)
+    app = McpHttpApp(build_mcp_server(get_reme, workspaces, runner=runner), security)
     return app, app.lifespan
 
 

@@ -36,8 +36,11 @@ from reme_core.server.discovery import (
     remove_discovery,
     write_discovery,
 )
+from reme_core.server.dispatch import run_operation
+from reme_core.server.principal import Principal
 from reme_core.server.security import WILDCARD_HOSTS, check_bind, is_loopback
 from reme_core.server.workspaces import DEFAULT, WorkspaceRegistry
+from reme_core.service.operations import Input
 from reme_core.settings import Settings
 
 log = logging.getLogger("reme.server")
@@ -211,7 +214,13 @@ def _mcp(registry: WorkspaceRegistry, echo: Callable[[str], None]) -> tuple[Any,
     except ImportError as exc:
         echo(f"warning: MCP is off ({exc})")
         return None, None
-    app, lifespan = build_mcp_app(registry.get, registry.names)
+
+    def runner(principal: Principal, workspace: str, name: str, payload: Input) -> Any:
+        # The same path as HTTP calls: in-flight counting (shutdown waits), one run per
+        # pipeline at a time, last runs in /status.
+        return run_operation(registry, principal, workspace, name, payload)
+
+    app, lifespan = build_mcp_app(registry.get, registry.names, runner=runner)
     return app, lifespan
 
 
