@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""Claude Code Stop hook: ask a running ``reme serve`` to save this session into its daily note.
+
+Claude Code runs this after every answer with a JSON object on stdin (``session_id``,
+``transcript_path``, ``cwd``, ``hook_event_name``). The hook must never slow down or break the
+agent, so it only reads stdin, starts a detached copy of itself that makes the call, and exits 0
+within milliseconds, whatever happens. The detached copy POSTs ``auto_memory_cc
+{"session_id": ...}``; the server reads the transcript by session id (incrementally) and writes
+``sessions/<id>.jsonl`` and the note under ``daily/<date>/``. Failures go to a log file, never to
+the agent.
+
+Only the Python standard library is used: Claude Code's environment need not have reme installed.
+
+Environment:
+  REME_URL        the server (default: the url in $REME_WORKSPACE/.reme/server.json, else
+                  http://127.0.0.1:2333)
+  REME_TOKEN      a bearer token with the write profile (default: the token file the server
+                  named in $REME_WORKSPACE/.reme/server.json)
+  REME_WORKSPACE  a workspace folder served by that server, as for the reme CLI (optional; its
+                  server.json also tells which served workspace to write to)
+  REME_HOOK_LOG   the log file (default ~/.reme/claude_code_hook.log)
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+DEFAULT_URL = "http://127.0.0.1:2333"
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+OPERATION = "auto_memory_cc"
+SEND_FLAG = "--send"
+STDIN_WAIT_S = 0.5
+"""Claude Code writes stdin at once and closes it; never wait longer for a stray pipe."""
+STDIN_LIMIT = 1 << 20
+CALL_TIMEOUT_S = 900
+"""A pipeline run may call a model for a while; the detached process can afford to wait."""
+LOG_LIMIT = 1 << 20
+"""The log is rotated (one old copy kept) past this size, so it never grows without bound."""
+SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+"""The ids the server accepts (they name sessions/<id>.jsonl); others are not worth a call."""
+
+
+# -- the hook: read stdin, detach, exit 0 ----------------------------------------------------
+
+
+def read_stdin() -> bytes:
+    """What Claude Code sent, without blocking on a pipe that is never closed."""
+    stream = sys.stdin
+    if stream is None or stream.isatty():
+        return b""
+    fd = stream.fileno()
+    if os.name != "posix":
+        return stream.buffer.read(STDIN_LIMIT)  # select() does not take pipes on Windows
+    import select
+
+    chunks: list[bytes] = []
+    size = 0
+    deadline = time.monotonic() + STDIN_WAIT_S
+    while size < STDIN_LIMIT:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            break
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def session_id_from(raw: bytes) -> str | None:
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    value = data.get("session_id") if isinstance(data, dict) else None
+    if isinstance(value, str) and SESSION_ID.fullmatch(value) and ".." not in value:
+        return value
+    return None
+
+
+def detach(session_id: str) -> None:
+    """Start ``--send`` in its own session with no stdio: Claude Code waits for the hook's
+    stdout to close, so an inherited pipe would make it wait for the whole call."""
+    options: dict = {
+        "stdin": subprocess.DEVNULL,
+        "stdout": subprocess.DEVNULL,
+        "stderr": subprocess.DEVNULL,
+        "close_fds": True,
+    }
+    if os.name == "posix":
+        options["start_new_session"] = True  # not killed with Claude Code's process group
+    else:
+        options["creationflags"] = 0x00000008 | 0x00000200  # DETACHED | NEW_PROCESS_GROUP
+    subprocess.Popen([sys.executable, os.path.abspath(__file__), SEND_FLAG, session_id], **options)
+
+
+def hook() -> None:
+    try:
+        raw = read_stdin()
+    except Exception as exc:  # a broken stdin is not the agent's problem
+        log(f"cannot read the hook input: {exc!r}")
+        return
+    session_id = session_id_from(raw)
+    if session_id is None:
+        log(f"no usable session_id in the hook input: {raw[:200]!r}")
+        return
+    try:
+        detach(session_id)
+    except Exception as exc:
+        log(f"{session_id}: cannot start the background call: {exc!r}")
+
+
+# -- the detached call -----------------------------------------------------------------------
+
+
+def server_target() -> tuple[str, str | None, str | None]:
+    """(url, token, workspace name): the environment first, then what ``reme serve`` wrote
+    into the workspace folder named by $REME_WORKSPACE."""
+    discovery: dict = {}
+    folder = os.environ.get("REME_WORKSPACE", "").strip()
+    if folder:
+        try:
+            path = Path(folder).expanduser() / ".reme" / "server.json"
+            loaded = json.loads(path.read_text(encoding="utf-8"))
+            discovery = loaded if isinstance(loaded, dict) else {}
+        except (OSError, ValueError):
+            discovery = {}
+    url = os.environ.get("REME_URL", "").strip() or discovery.get("url") or DEFAULT_URL
+    token = os.environ.get("REME_TOKEN", "").strip() or None
+    if token is None and isinstance(discovery.get("token_file"), str):
+        try:
+            token = Path(discovery["token_file"]).read_text(encoding="utf-8").strip() or None
+        except OSError:
+            token = None
+    name = discovery.get("workspace")
+    return str(url).rstrip("/"), token, name if isinstance(name, str) and name else None
+
+
+def opener_for(url: str) -> urllib.request.OpenerDirector:
+    """No proxy for a server on this machine: urllib would send even 127.0.0.1 through
+    $HTTP_PROXY unless $NO_PROXY lists it."""
+    host = urllib.parse.urlsplit(url).hostname or ""
+    if host in LOOPBACK:
+        return urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    return urllib.request.build_opener()
+
+
+def send(session_id: str) -> None:
+    url, token, workspace = server_target()
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    if workspace:
+        headers["X-Reme-Workspace"] = workspace
+    body = json.dumps({"session_id": session_id}).encode("utf-8")
+    request = urllib.request.Request(
+        f"{url}/api/v1/{OPERATION}", data=body, headers=headers, method="POST"
+    )
+    try:
+        with opener_for(url).open(request, timeout=CALL_TIMEOUT_S) as response:
+            result = json.loads(response.read().decode("utf-8") or "null")
+    except urllib.error.HTTPError as exc:
+        detail = exc.read().decode("utf-8", "replace")[:500]
+        log(f"{session_id}: {url} answered HTTP {exc.code}: {detail}")
+        return
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        log(f"{session_id}: cannot call {url}: {exc}")
+        return
+    outputs = result.get("outputs") if isinstance(result, dict) else None
+    status = outputs.get("status") if isinstance(outputs, dict) else None
+    note = outputs.get("note") if isinstance(outputs, dict) else None
+    log(f"{session_id}: {status or 'done'}" + (f" {note}" if note else ""))
+
+
+# -- logging ---------------------------------------------------------------------------------
+
+
+def log(message: str) -> None:
+    """One line in the log file; logging must not fail the hook either."""
+    try:
+        given = os.environ.get("REME_HOOK_LOG", "").strip()
+        path = Path(given).expanduser() if given else Path.home() / ".reme" / "claude_code_hook.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists() and path.stat().st_size > LOG_LIMIT:
+            os.replace(path, path.with_name(path.name + ".1"))
+        stamp = dt.datetime.now().astimezone().isoformat(timespec="seconds")
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(f"{stamp} {message}\n")
+    except Exception:
+        pass
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) == 2 and argv[0] == SEND_FLAG:
+        try:
+            send(argv[1])
+        except Exception as exc:  # the last guard: whatever went wrong ends up in the log
+            log(f"{argv[1]}: unexpected error: {exc!r}")
+        return 0
+    hook()
+    return 0  # always: a Stop hook that fails or blocks would get in the agent's way
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
