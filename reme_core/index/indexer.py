@@ -21,6 +21,7 @@ from reme_core.errors import RemeError
 from reme_core.index.catalog import Catalog
 from reme_core.schema import NoteSummary
 from reme_core.workspace import LinkResolver, WorkspacePaths, parse_note, path_matches
+from reme_core.workspace.wikilinks import may_resolve_to, target_names
 
 if TYPE_CHECKING:
     from reme_core.index.vectors import VectorIndex
@@ -173,7 +174,12 @@ class Indexer:
             self._forget(path)
             report.removed.append(path)
         if added and self.graph is not None:
-            relink.update(link.source for link in self.graph.unresolved())
+            # Only notes with a dangling link that could now point at a new file: rereading
+            # every note with any dangling link made each new note cost O(workspace).
+            names = target_names(added)
+            relink.update(
+                link.source for link in self.graph.unresolved() if may_resolve_to(link.raw, names)
+            )
         for path, data in changed.items():
             problem = self._index_file(path, data)
             if problem:

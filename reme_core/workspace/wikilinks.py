@@ -122,6 +122,19 @@ def _name_keys(path: str) -> set[str]:
     return {base, _strip_md(base)}
 
 
+def target_names(paths: Iterable[str]) -> set[str]:
+    """The lowercase file names (with and without ``.md``) links could use to reach ``paths``."""
+    return {key for path in paths for key in _name_keys(path)}
+
+
+def may_resolve_to(raw: str, names: set[str]) -> bool:
+    """Whether link target ``raw`` could resolve to a file with one of ``names``
+    (``target_names``): every way of resolving (exact path, path + .md, relative to the
+    source, unique name) ends in a file whose name is the last part of ``raw``."""
+    target = raw.strip().replace("\\", "/").rstrip("/")
+    return posixpath.basename(target).lower() in names
+
+
 class LinkResolver:
     """Resolves link targets against a set of workspace paths; cheap to keep up to date."""
 

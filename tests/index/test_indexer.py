@@ -388,3 +388,20 @@ def test_catalog_records_frontmatter_fields(reme: Reme) -> None:
     assert str(note.date) == "2026-03-20"
     jsonl = reme.catalog.note("sessions/s-2026-11-02-deploy.jsonl")
     assert jsonl is not None and jsonl.status == "active"
+
+
+def test_a_new_note_rereads_only_notes_whose_dangling_link_could_reach_it(
+    reme: Reme, workspace: Path
+) -> None:
+    # Many notes with dangling links elsewhere must not be reread for every new note.
+    reme.index()
+    for i in range(5):
+        reme.files.write(f"daily/2026-11-29/d{i}.md", f"# D{i}\n\nsee [[nowhere-{i}]]\n")
+    before = reme.status()["unresolved_links"]
+    (workspace / "digest/wiki/unrelated.md").write_text("# U\n\nno links\n", "utf-8")
+    report = reme.index()
+    assert report.indexed == ["digest/wiki/unrelated.md"] and report.relinked == 0
+    (workspace / "digest/wiki/nowhere-3.md").write_text("# N3\n", "utf-8")
+    report = reme.index()
+    assert report.relinked == 1
+    assert reme.status()["unresolved_links"] == before - 1
