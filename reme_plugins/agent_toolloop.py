@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from reme_core import hookimpl
 from reme_core.components import (
@@ -25,6 +25,17 @@ from reme_core.components import (
 )
 from reme_core.errors import ConfigError, LlmError, RemeError
 from reme_core.pipelines.prompts import Prompts, load_prompts
+from reme_core.service.operations import (
+    DeleteInput,
+    EditInput,
+    FrontmatterInput,
+    Input,
+    ListInput,
+    MoveInput,
+    PathInput,
+    ReadInput,
+    WriteInput,
+)
 
 if TYPE_CHECKING:
     from reme_core.workspace.tools import FileTools
@@ -48,66 +59,16 @@ class AgentAction(BaseModel):
         return self
 
 
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ReadArgs(_Args):
-    path: str
-    start_line: int = Field(1, ge=1)
-    end_line: int | None = Field(None, ge=1)
-
-
-class LsArgs(_Args):
-    path: str = ""
-    recursive: bool = False
-
-
-class StatArgs(_Args):
-    path: str
-
-
-class WriteArgs(_Args):
-    path: str
-    content: str
-    expected_hash: str | None = None
-
-
-class EditArgs(_Args):
-    path: str
-    old: str = Field(min_length=1)
-    new: str
-    expected_count: int = Field(1, ge=1)
-    expected_hash: str | None = None
-
-
-class FrontmatterArgs(_Args):
-    path: str
-    set: dict[str, Any] = Field(default_factory=dict)
-    remove: list[str] = Field(default_factory=list)
-    expected_hash: str | None = None
-
-
-class MoveArgs(_Args):
-    src: str
-    dst: str
-    expected_hash: str | None = None
-
-
-class DeleteArgs(_Args):
-    path: str
-    expected_hash: str | None = None
-
-
-ARGS: dict[str, type[_Args]] = {
-    "read": ReadArgs,
-    "ls": LsArgs,
-    "stat": StatArgs,
-    "write": WriteArgs,
-    "edit": EditArgs,
-    "frontmatter": FrontmatterArgs,
-    "move": MoveArgs,
-    "delete": DeleteArgs,
+# The same argument models as the API's operations: one definition of what each tool accepts.
+ARGS: dict[str, type[Input]] = {
+    "read": ReadInput,
+    "ls": ListInput,
+    "stat": PathInput,
+    "write": WriteInput,
+    "edit": EditInput,
+    "frontmatter": FrontmatterInput,
+    "move": MoveInput,
+    "delete": DeleteInput,
 }
 """Tool name -> its argument model; the names are the ``FileTools`` methods (``frontmatter`` is
 ``update_frontmatter``)."""
@@ -203,7 +164,7 @@ class ToolLoopAgent(AgentWrapper):
         )
 
 
-def _execute(tool: str, args: _Args, tools: FileTools) -> BaseModel:
+def _execute(tool: str, args: Input, tools: FileTools) -> BaseModel:
     values = args.model_dump()
     if tool == "frontmatter":
         return tools.update_frontmatter(**values)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from reme_core.cli.options import config_file_option, overrides_option
 from reme_core.runtime import Reme
 
 
@@ -17,16 +18,8 @@ from reme_core.runtime import Reme
     envvar="REME_WORKSPACE",
     help="Workspace folder (env REME_WORKSPACE, else config `workspace`, else the current folder).",
 )
-@click.option(
-    "--config",
-    "config_file",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    envvar="REME_CONFIG",
-    help="YAML config file (env REME_CONFIG).",
-)
-@click.option(
-    "--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key."
-)
+@config_file_option
+@overrides_option
 def mcp_command(
     workspace: Path | None, config_file: Path | None, overrides: tuple[str, ...]
 ) -> None:

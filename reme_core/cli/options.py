@@ -16,6 +16,17 @@ from reme_core.client import RemeClient, RemoteReme, discover, token_for
 from reme_core.runtime import Reme
 from reme_core.settings import load_settings
 
+config_file_option = click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    envvar="REME_CONFIG",
+    help="YAML config file (env REME_CONFIG).",
+)
+overrides_option = click.option(
+    "--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key."
+)
+
 LOCAL_ENV = "REME_LOCAL"
 """Set to 1 to make every command work in-process even when a server is running."""
 
@@ -39,16 +50,8 @@ def workspace_options(
         envvar="REME_WORKSPACE",
         help="Workspace folder (env REME_WORKSPACE, else config `workspace`, else the current folder).",
     )
-    @click.option(
-        "--config",
-        "config_file",
-        type=click.Path(dir_okay=False, exists=True, path_type=Path),
-        envvar="REME_CONFIG",
-        help="YAML config file (env REME_CONFIG).",
-    )
-    @click.option(
-        "--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key."
-    )
+    @config_file_option
+    @overrides_option
     @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
     @functools.wraps(func)
     def wrapper(

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from reme_core.cli.options import emit
+from reme_core.cli.options import config_file_option, emit, overrides_option
 from reme_core.errors import WorkspaceError
 from reme_core.plugins import load_plugins
 from reme_core.runtime import STATE_DIR
@@ -31,16 +31,8 @@ def _config_options(folder_flag: str, folder_help: str) -> Callable[..., Any]:
             envvar="REME_WORKSPACE",
             help=folder_help,
         )
-        @click.option(
-            "--config",
-            "config_file",
-            type=click.Path(dir_okay=False, exists=True, path_type=Path),
-            envvar="REME_CONFIG",
-            help="YAML config file (env REME_CONFIG).",
-        )
-        @click.option(
-            "--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key."
-        )
+        @config_file_option
+        @overrides_option
         @functools.wraps(func)
         def wrapper(
             folder: Path | None, config_file: Path | None, overrides: tuple[str, ...], **kw: Any
