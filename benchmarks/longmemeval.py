@@ -10,6 +10,9 @@ and questions whose evidence has no user turn are skipped, as the official scrip
 
 Each config is a set of overrides (see CONFIGS). Embeddings are memoised per process by text, so
 identical sessions shared between questions are embedded once per model.
+
+The full runner with per-category tables, turn-level metrics, results with a manifest and
+``reme bench reproduce`` is the reme-lme plugin: ``reme bench lme run|compare`` (plugins/lme).
 """
 
 from __future__ import annotations
@@ -26,8 +29,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from reme_core.bench import retrieval_metrics
 from reme_core.plugins import Plugins
 from reme_core.runtime import Reme
 
@@ -72,23 +74,9 @@ def skipped(item: dict[str, Any]) -> bool:
     return any(t.get("has_answer") for s in item["haystack_sessions"] for t in s)
 
 
-def dcg(relevances: list[float], k: int) -> float:
-    rel = np.asarray(relevances, dtype=float)[:k]
-    if rel.size == 0:
-        return 0.0
-    return float(rel[0] + np.sum(rel[1:] / np.log2(np.arange(2, rel.size + 1))))
-
-
 def metrics(ranked: list[str], correct: set[str], corpus: list[str], k: int) -> dict[str, float]:
-    top = ranked[:k]
-    relevances = [1.0 if doc in correct else 0.0 for doc in corpus]
-    ideal = dcg(sorted(relevances, reverse=True), k)
-    actual = dcg([1.0 if doc in correct else 0.0 for doc in top], k)
-    return {
-        f"recall_any@{k}": float(any(doc in top for doc in correct)),
-        f"recall_all@{k}": float(all(doc in top for doc in correct)),
-        f"ndcg_any@{k}": actual / ideal if ideal else 0.0,
-    }
+    # The official definitions live in reme_core.bench (shared with `reme bench lme`).
+    return retrieval_metrics(ranked, correct, corpus, ks=(k,))
 
 
 def run_item(item: dict[str, Any], overrides: list[str], plugins: Plugins, k: int) -> dict:

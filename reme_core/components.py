@@ -254,6 +254,32 @@ class FileStore(Component, ABC):
         return {}
 
 
+class Tokenizer(Component, ABC):
+    """Counts tokens the way a model family does, for context budgets (``reme_core.light``).
+
+    ``count`` is called for every message on every budget check, so it must be fast and must
+    work offline; load any vocabulary lazily, on the first call.
+    """
+
+    @property
+    @abstractmethod
+    def model_id(self) -> str:
+        """Names the counting scheme, e.g. ``estimate/o200k_base`` or ``bpe_openai/cl100k_base``."""
+
+    @property
+    def exact(self) -> bool:
+        """True when counts are the model's own tokenizer, False for an estimate."""
+        return False
+
+    @abstractmethod
+    def count(self, text: str) -> int:
+        """Tokens in ``text`` (0 for the empty string)."""
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        """Tokens of each text; a backend with a batch API may override this."""
+        return [self.count(text) for text in texts]
+
+
 def estimate_tokens(text: str) -> int:
     """A tokenizer-free estimate: about 4 characters per token, one per CJK character."""
     cjk = sum(1 for ch in text if "\u2e80" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af")
@@ -396,6 +422,7 @@ COMPONENT_TYPES: dict[str, type[Component]] = {
     "keyword_index": KeywordIndex,
     "tag_index": TagIndex,
     "agent_wrapper": AgentWrapper,
+    "tokenizer": Tokenizer,
     "step": Step,
 }
 """Component type name -> base class. ``command`` is handled apart: it registers click commands."""
@@ -409,5 +436,6 @@ Kind = Literal[
     "keyword_index",
     "tag_index",
     "agent_wrapper",
+    "tokenizer",
     "step",
 ]

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         Llm,
         Step,
         TagIndex,
+        Tokenizer,
     )
 
 hookspec = pluggy.HookspecMarker("reme")
@@ -66,6 +67,11 @@ def register_tag_indexes(register: Callable[[type[TagIndex]], None]) -> None:
 @hookspec
 def register_agent_wrappers(register: Callable[[type[AgentWrapper]], None]) -> None:
     """Register agent-wrapper classes (subclasses of ``AgentWrapper``)."""
+
+
+@hookspec
+def register_tokenizers(register: Callable[[type[Tokenizer]], None]) -> None:
+    """Register token counters (subclasses of ``Tokenizer``); ``components.tokenizer`` picks one."""
 
 
 @hookspec

@@ -28,6 +28,7 @@ HOOK_BY_KIND: dict[str, str] = {
     "keyword_index": "register_keyword_indexes",
     "tag_index": "register_tag_indexes",
     "agent_wrapper": "register_agent_wrappers",
+    "tokenizer": "register_tokenizers",
     "step": "register_steps",
 }
 

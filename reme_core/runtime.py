@@ -95,6 +95,10 @@ class Reme:
         self.agent_wrapper = self._build(
             "agent_wrapper", components.agent_wrapper, "components.agent_wrapper", context
         )
+        # Counts tokens for context budgets (reme_core.light); cheap to build, loads lazily.
+        self.tokenizer = self._build(
+            "tokenizer", components.tokenizer, "components.tokenizer", context
+        )
         self.vectors = self._build_vectors(context)
         self.indexer.vectors = self.vectors
         arms: list[SearchArm] = [KeywordArm(self.keyword)]
@@ -258,6 +262,7 @@ class Reme:
                 self.llm,
                 *self._pipeline_llms.values(),
                 self.agent_wrapper,
+                self.tokenizer,
                 *self.chunkers.values(),
             ):
                 if component is not None:

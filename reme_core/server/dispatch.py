@@ -22,7 +22,9 @@ from reme_core.service.operations import OPERATIONS, Input, Operation, Profile, 
 
 log = logging.getLogger("reme.server")
 
-RECORDED = frozenset({"auto_memory", "auto_memory_cc", "auto_resource", "dream", "reindex"})
+RECORDED = frozenset(
+    {"auto_memory", "auto_memory_cc", "auto_resource", "dream", "reindex", "memory_summarize"}
+)
 """Operations whose runs ``/status`` lists (pipelines and maintenance)."""
 SERIAL = frozenset({"auto_memory", "auto_memory_cc", "auto_resource", "dream"})
 """Pipelines: one run at a time per workspace (their usage counters assume it)."""

@@ -19,7 +19,8 @@ from pydantic import BaseModel
 from reme_core.errors import RemeError
 
 AUTHOR = ["-c", "user.name=reme", "-c", "user.email=reme@localhost", "-c", "commit.gpgsign=false"]
-EXCLUDES = ".reme/\n.git/\n"
+# tool_results/ holds spilled tool outputs (reme_core.light): bulky, expiring, not memory.
+EXCLUDES = ".reme/\n.git/\ntool_results/\n"
 
 
 class HistoryError(RemeError):

@@ -29,4 +29,4 @@ def test_hook_is_used_by_a_test_or_shipped_plugin(hook: str):
 
 
 def test_hook_list_is_complete():
-    assert len(HOOK_NAMES) == 10
+    assert len(HOOK_NAMES) == 11

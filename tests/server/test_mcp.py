@@ -34,7 +34,10 @@ from reme_core.server.mcp_server import build_mcp_app, build_mcp_server
 from reme_core.server.principal import LOCAL_ADMIN, Principal, current_principal
 from reme_core.service.operations import OPERATIONS
 
-READ_TOOLS = {"search", "read", "list", "stat", "traverse", "status", "health"}
+READ_TOOLS = {
+    *("search", "read", "list", "stat", "traverse", "status", "health"),
+    *("memory_get", "memory_list", "memory_retrieve"),
+}
 ALL_TOOLS = {*OPERATIONS, "health"}
 DEPLOY = "digest/procedure/deploy-process.md"
 READER = Principal(token_id="r", profile="read", workspaces=frozenset({"default"}))
@@ -69,7 +72,7 @@ def test_admin_lists_every_operation_with_its_annotations(reme: Reme) -> None:
             return (await client.list_tools()).tools
 
     tools = {tool.name: tool for tool in anyio.run(scenario)}
-    assert set(tools) == ALL_TOOLS and len(tools) == 17
+    assert set(tools) == ALL_TOOLS and len(tools) == len(OPERATIONS) + 1  # + health
     for name, op in OPERATIONS.items():
         tool = tools[name]
         assert tool.description == op.summary

@@ -64,7 +64,10 @@ def test_a_read_token_sees_read_tools_and_cannot_write_or_delete(served: tuple[P
     workspace, url = served
     _, secret = TokenStore(workspace / ".reme").create("read", ["default"])
     reader = session(url, secret)
-    assert reader["tools"] == {"search", "read", "list", "stat", "traverse", "status", "health"}
+    assert reader["tools"] == {
+        *("search", "read", "list", "stat", "traverse", "status", "health"),
+        *("memory_get", "memory_list", "memory_retrieve"),
+    }
     assert reader["write"].is_error and reader["delete"].is_error
     assert not (workspace / NOTE).exists()
     assert reader["search"].structured_content["hits"] == []

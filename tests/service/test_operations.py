@@ -29,14 +29,23 @@ def test_the_issue_lists_every_operation_with_its_profile():
     profiles = {name: op.profile for name, op in OPERATIONS.items()}
     assert profiles == {
         **dict.fromkeys(["search", "read", "list", "stat", "traverse", "status"], "read"),
+        **dict.fromkeys(["memory_get", "memory_list", "memory_retrieve"], "read"),
         **dict.fromkeys(
             ["write", "edit", "frontmatter", "auto_memory", "auto_memory_cc", "auto_resource"],
             "write",
         ),
+        **dict.fromkeys(["memory_add", "memory_update", "memory_summarize"], "write"),
         **dict.fromkeys(["move", "delete", "dream", "reindex"], "admin"),
+        **dict.fromkeys(["memory_delete", "memory_delete_all"], "admin"),
     }
     assert all(OPERATIONS[name].read_only for name, p in profiles.items() if p == "read")
-    assert {n for n, op in OPERATIONS.items() if op.destructive} == {"move", "delete", "dream"}
+    assert {n for n, op in OPERATIONS.items() if op.destructive} == {
+        "move",
+        "delete",
+        "dream",
+        "memory_delete",
+        "memory_delete_all",
+    }
 
 
 def test_profiles_nest():

@@ -1,0 +1,150 @@
+"""One question's haystack into a fresh workspace, sessions in time order.
+
+``raw`` (no LLM): per session a transcript ``sessions/<id>.jsonl`` (one line per turn, so line
+``n`` is turn ``n``) and a note ``daily/<date>/<id>.md`` holding the user turns (what the official
+protocol indexes), each a paragraph that opens with its anchor ``[[sessions/<id>.jsonl#Ln]]``.
+Files are written directly and indexed once.
+
+``memory``: each session goes through an auto_memory pipeline (``auto_memory`` or a variant such
+as ``auto_memory_lme``) with the configured model, then optionally ``dream`` once at the end.
+The transcript lines auto_memory saved are aligned back to the upstream turns by content.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from reme_core.runtime import Reme
+from reme_lme.anchors import anchor_link
+from reme_lme.data import Session
+
+Mode = Literal["raw", "memory"]
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+@dataclass
+class Ingested:
+    """Where each session landed: transcript file -> session id, and line -> turn index."""
+
+    session_of: dict[str, str] = field(default_factory=dict)
+    turn_of_line: dict[str, dict[int, int]] = field(default_factory=dict)
+    """Per transcript path, 1-based line -> 0-based upstream turn index."""
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    """Pipeline results (memory mode), for usage and failures."""
+
+    def turn_id(self, transcript: str, line: int) -> str | None:
+        index = self.turn_of_line.get(transcript, {}).get(line)
+        sid = self.session_of.get(transcript)
+        return None if index is None or sid is None else f"{sid}_{index + 1}"
+
+
+def file_id(session_id: str) -> str:
+    """A session id usable as a file name and as an auto_memory session id."""
+    safe = _UNSAFE.sub("_", session_id).lstrip("._-") or "session"
+    return safe[:128]
+
+
+def ingest_raw(root: Path, sessions: list[Session]) -> Ingested:
+    """Write transcripts and user-turn notes for ``sessions`` under ``root`` (not indexed yet)."""
+    out = Ingested()
+    for session in sessions:
+        fid = file_id(session.id)
+        transcript = f"sessions/{fid}.jsonl"
+        lines = [
+            json.dumps({"role": t.role, "content": t.content}, ensure_ascii=False)
+            for t in session.turns
+        ]
+        _write(root / transcript, "\n".join(lines) + "\n")
+        out.session_of[transcript] = session.id
+        out.turn_of_line[transcript] = {i + 1: i for i in range(len(session.turns))}
+        _write(root / "daily" / session.date.date().isoformat() / f"{fid}.md", _note(fid, session))
+    return out
+
+
+def ingest_memory(
+    reme: Reme, sessions: list[Session], pipeline: str = "auto_memory", dream: bool = False
+) -> Ingested:
+    """Run ``pipeline`` once per session, in time order; then ``dream`` when asked."""
+    out = Ingested()
+    for session in sessions:
+        fid = file_id(session.id)
+        messages = [
+            {
+                "role": t.role,
+                "content": t.content,
+                # Distinct times keep two identical turns of one session two transcript lines.
+                "timestamp": (session.date + dt.timedelta(seconds=i)).isoformat(),
+            }
+            for i, t in enumerate(session.turns)
+            if t.content.strip()
+        ]
+        result = reme.run(
+            pipeline,
+            {"session_id": fid, "messages": messages, "date": session.date.date().isoformat()},
+        )
+        out.runs.append(result.model_dump(mode="json", include={"pipeline", "usage", "seconds"}))
+        transcript = f"sessions/{fid}.jsonl"
+        out.session_of[transcript] = session.id
+        out.turn_of_line[transcript] = align(reme.root / transcript, session)
+    if dream:
+        result = reme.run("dream", {})
+        out.runs.append(result.model_dump(mode="json", include={"pipeline", "usage", "seconds"}))
+    return out
+
+
+def align(path: Path, session: Session) -> dict[int, int]:
+    """Transcript line -> upstream turn index, matching contents in order (auto_memory may drop
+    empty turns and redacts secrets, so line numbers cannot be assumed)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return {}
+    mapping: dict[int, int] = {}
+    next_turn = 0
+    for number, raw in enumerate(lines, start=1):
+        try:
+            content = str(json.loads(raw).get("content", "")).strip()
+        except (ValueError, AttributeError):
+            continue
+        for index in range(next_turn, len(session.turns)):
+            if session.turns[index].content.strip() == content:
+                mapping[number] = index
+                next_turn = index + 1
+                break
+        else:  # changed in saving (redacted): take the next non-empty turn
+            while next_turn < len(session.turns) and not session.turns[next_turn].content.strip():
+                next_turn += 1
+            if next_turn < len(session.turns):
+                mapping[number] = next_turn
+                next_turn += 1
+    return mapping
+
+
+def _note(fid: str, session: Session) -> str:
+    when = session.date.strftime("%Y/%m/%d (%a) %H:%M")
+    first = next((t.content for t in session.turns if t.role == "user"), "")
+    description = " ".join(first.split())[:160]
+    front = {
+        "name": f"Chat session {session.id}",
+        "description": description,
+        "date": session.date.date().isoformat(),
+        "session_id": session.id,
+        "source": f"sessions/{fid}.jsonl",
+    }
+    head = "\n".join(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in front.items())
+    paragraphs = [
+        f"{anchor_link(fid, i + 1)} {t.content.strip()}"
+        for i, t in enumerate(session.turns)
+        if t.role == "user" and t.content.strip()
+    ]
+    return f"---\n{head}\n---\n# Chat on {when}\n\n" + "\n\n".join(paragraphs) + "\n"
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")

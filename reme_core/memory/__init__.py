@@ -1,0 +1,35 @@
+"""Memory records: personal (about a user), procedural (task experience) and tool guidance.
+
+Each record is a Markdown note under the digest (see ``layout``), so it is readable, searchable,
+offered to dream and kept in version history; ``MemoryApi`` is the way to read and change them.
+"""
+
+from reme_core.memory.api import MemoryApi
+from reme_core.memory.models import (
+    MemoryChange,
+    MemoryDeletion,
+    MemoryFilters,
+    MemoryHit,
+    MemoryList,
+    MemoryMessage,
+    MemoryRecord,
+    MemoryRetrieval,
+    MemoryScope,
+    MemorySummary,
+    MemoryType,
+)
+
+__all__ = [
+    "MemoryApi",
+    "MemoryChange",
+    "MemoryDeletion",
+    "MemoryFilters",
+    "MemoryHit",
+    "MemoryList",
+    "MemoryMessage",
+    "MemoryRecord",
+    "MemoryRetrieval",
+    "MemoryScope",
+    "MemorySummary",
+    "MemoryType",
+]

@@ -1,0 +1,465 @@
+"""``MemoryApi``: personal, procedural and tool memories of one open workspace.
+
+    api = MemoryApi(reme)
+    added = api.add("Prefers 4-space indentation.", user_name="alice", when_to_use="formatting")
+    api.retrieve("indentation", user_name="alice")
+    api.summarize(messages, tool_name="web_search")
+
+Every call names exactly one scope (``user_name``, ``task_name`` or ``tool_name``) and sees only
+that scope's records: reads re-check each record's own frontmatter, whatever the folder or the
+search index say. Each change is one commit in the workspace's version history.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from pydantic import ValidationError
+
+from reme_core.components import LlmUsage
+from reme_core.errors import ConfigError, WorkspaceError
+from reme_core.memory import note
+from reme_core.memory.commits import Change, changing
+from reme_core.memory.layout import record_path, scope_folder
+from reme_core.memory.models import (
+    MemoryChange,
+    MemoryDeletion,
+    MemoryFilters,
+    MemoryHit,
+    MemoryList,
+    MemoryMessage,
+    MemoryRecord,
+    MemoryRetrieval,
+    MemoryScope,
+    MemorySummary,
+    MemoryType,
+    SkippedDraft,
+    ToolMetadata,
+    check_memory_id,
+    check_sort_key,
+)
+from reme_core.memory.store import Loaded, MemoryStore, check_expected
+from reme_core.memory.summarize import PROMPTS, extract
+from reme_core.pipelines.prompts import load_prompts
+from reme_core.schema import SearchFilters
+
+if TYPE_CHECKING:
+    from reme_core.runtime import Reme
+
+Clock = Callable[[], dt.datetime]
+MAX_RETRIEVE = 50
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+class MemoryApi:
+    def __init__(self, reme: Reme, *, clock: Clock | None = None):
+        self.reme = reme
+        self.store = MemoryStore(reme)
+        self.clock = clock or _now
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def add(
+        self,
+        content: str,
+        *,
+        user_name: str | None = None,
+        task_name: str | None = None,
+        tool_name: str | None = None,
+        when_to_use: str = "",
+        metadata: dict[str, Any] | None = None,
+        sources: Sequence[str] = (),
+        memory_type: MemoryType | None = None,
+    ) -> MemoryChange:
+        """Write a new record; ``memory_type``, when given, must be the scope's."""
+        scope = MemoryScope.of(user_name, task_name, tool_name)
+        if memory_type is not None and memory_type != scope.memory_type:
+            raise WorkspaceError(
+                f"memory_type {memory_type!r} does not match the scope {scope.key} "
+                f"(a {scope.memory_type} memory)"
+            )
+        fields = _fields(scope, content, when_to_use, metadata or {}, sources)
+        with changing(self.reme, scope) as change:
+            record = self._create(scope, change, **fields)
+            result = MemoryChange(action="added", record=record)
+            change.commit(f"add {record.memory_id}", result)
+        return result
+
+    def update(
+        self,
+        memory_id: str,
+        *,
+        user_name: str | None = None,
+        task_name: str | None = None,
+        tool_name: str | None = None,
+        content: str | None = None,
+        when_to_use: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        sources: Sequence[str] | None = None,
+        expected_hash: str | None = None,
+    ) -> MemoryChange:
+        """Change the fields given. ``metadata`` is merged key by key (a null value removes a
+        key); ``sources`` replaces the list. Nothing to change leaves the note (and its
+        ``updated``) as it was."""
+        scope = MemoryScope.of(user_name, task_name, tool_name)
+        check_memory_id(memory_id)
+        with changing(self.reme, scope) as change:
+            current = self.store.find(scope, memory_id)
+            check_expected(current.record, expected_hash)
+            merged = {**current.record.metadata, **(metadata or {})}
+            fields = _fields(
+                scope,
+                current.record.content if content is None else content,
+                current.record.when_to_use if when_to_use is None else when_to_use,
+                {k: v for k, v in merged.items() if v is not None},
+                current.record.sources if sources is None else sources,
+            )
+            record = self._rewrite(current, change, **fields)
+            result = MemoryChange(
+                action="unchanged" if record is None else "updated",
+                record=record or current.record,
+            )
+            if record is not None:
+                change.commit(f"update {memory_id}", result)
+        return result
+
+    def delete(
+        self,
+        memory_id: str,
+        *,
+        user_name: str | None = None,
+        task_name: str | None = None,
+        tool_name: str | None = None,
+        expected_hash: str | None = None,
+    ) -> MemoryChange:
+        """Delete one record (journalled, and undoable with ``reme revert``)."""
+        scope = MemoryScope.of(user_name, task_name, tool_name)
+        check_memory_id(memory_id)
+        with changing(self.reme, scope) as change:
+            current = self.store.find(scope, memory_id)
+            check_expected(current.record, expected_hash)
+            self.store.remove(current.record)
+            change.verbs.append(f"DELETE {current.record.path}")
+            result = MemoryChange(action="deleted", record=current.record)
+            change.commit(f"delete {memory_id}", result)
+        return result
+
+    def delete_all(
+        self,
+        *,
+        user_name: str | None = None,
+        task_name: str | None = None,
+        tool_name: str | None = None,
+    ) -> MemoryDeletion:
+        """Delete every record of one scope. There is no "all scopes": without a scope this is
+        refused, so a missing argument can never empty the memory."""
+        scope = MemoryScope.of(user_name, task_name, tool_name)
+        with changing(self.reme, scope) as change:
+            found, _ = self.store.records(scope)
+            result = MemoryDeletion()
+            for loaded in found:
+                self.store.remove(loaded.record)
+                change.verbs.append(f"DELETE {loaded.record.path}")
+                result.deleted.append(loaded.record.memory_id)
+                result.paths.append(loaded.record.path)
+            if found:
+                change.commit(f"delete_all: {len(found)} record(s)", result)
+        return result
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def get(
+        self,
+        memory_id: str,
+        *,
+        user_name: str | None = None,
+        task_name: str | None = None,
+        tool_name: str | None = None,
+    ) -> MemoryRecord:
+        """Record ``memory_id``, only if it belongs to the scope given (NotFoundError else)."""
+        scope = MemoryScope.of(user_name, task_name, tool_name)
+        return self.store.find(scope, check_memory_id(memory_id)).record
+
+    def list(
+        self,
+        *,
+        user_name: str | None = None,
+        task_name: str | None = None,
+        tool_name: str | None = None,
+        filters: MemoryFilters | None = None,
+        sort_key: str = "updated",
+        reverse: bool = True,
+        limit: int | None = None,
+    ) -> MemoryList:
+        """The scope's records passing ``filters``, sorted (newest update first by default);
+        records without the sort key (``metadata.<key>``) come last either way."""
+        scope = MemoryScope.of(user_name, task_name, tool_name)
+        check_sort_key(sort_key)
+        if limit is not None and limit < 1:
+            raise WorkspaceError(f"limit must be 1 or more, got {limit}")
+        found, problems = self.store.records(scope)
+        wanted = filters or MemoryFilters()
+        kept = [loaded.record for loaded in found if _passes(loaded.record, wanted)]
+        ordered = _sorted(kept, sort_key, reverse)
+        return MemoryList(
+            records=ordered[:limit] if limit is not None else ordered,
+            total=len(ordered),
+            problems=problems,
+        )
+
+    def retrieve(
+        self,
+        query: str,
+        *,
+        user_name: str | None = None,
+        task_name: str | None = None,
+        tool_name: str | None = None,
+        limit: int = 5,
+        min_score: float | None = None,
+    ) -> MemoryRetrieval:
+        """Search the scope's records for ``query``, best first. The search is restricted to the
+        scope's folder, and each hit's note is read and checked against the scope."""
+        scope = MemoryScope.of(user_name, task_name, tool_name)
+        if not query.strip():
+            raise WorkspaceError("query is empty: say what to look for")
+        if not 1 <= limit <= MAX_RETRIEVE:
+            raise WorkspaceError(f"limit must be between 1 and {MAX_RETRIEVE}, got {limit}")
+        response = self.reme.search(
+            query,
+            # Hits are chunks and a record may have several; a few spare ones cover those and
+            # notes that fail the scope check.
+            limit=min(limit * 5, 200),
+            min_score=min_score,
+            filters=SearchFilters(paths=[scope_folder(scope)], statuses=["active"]),
+            expand=False,
+        )
+        result = MemoryRetrieval(
+            query=query, arms=list(response.arms), degraded=list(response.degraded)
+        )
+        seen: set[str] = set()
+        for hit in response.hits:
+            if hit.path in seen:
+                continue
+            seen.add(hit.path)
+            loaded = self.store.scoped(hit.path, scope)
+            if loaded is None:
+                continue  # not a record, or another scope's: never shown to this caller
+            result.hits.append(MemoryHit(score=hit.score, record=loaded.record))
+            if len(result.hits) >= limit:
+                break
+        return result
+
+    # -- the model ---------------------------------------------------------------------------
+
+    def summarize(
+        self,
+        messages: Iterable[MemoryMessage | dict[str, Any]],
+        *,
+        user_name: str | None = None,
+        task_name: str | None = None,
+        tool_name: str | None = None,
+        sources: Sequence[str] = (),
+    ) -> MemorySummary:
+        """Extract the scope's memories from ``messages`` with one model call and write them:
+        new ones are added, those the model says refine a record update it, repeats of a
+        record's content change nothing. A model answer that never validates is an LlmError
+        and nothing is written."""
+        scope = MemoryScope.of(user_name, task_name, tool_name)
+        llm = self.reme.llm
+        if llm is None:
+            raise ConfigError(
+                "summarize_memory needs a model: set components.llm, e.g. "
+                "--set components.llm='{name: openai, settings: {model: ...}}'"
+            )
+        chat = _messages(messages)
+        linked = note.clean_sources(sources)
+        prompts = load_prompts(*PROMPTS, self.reme.settings.language)
+        before = llm.usage.model_copy()
+        with changing(self.reme, scope) as change:
+            existing = {loaded.record.memory_id: loaded for loaded in self.store.records(scope)[0]}
+            active = [x.record for x in existing.values() if x.record.status == "active"]
+            drafts = extract(llm, prompts, scope, chat, active)
+            result = MemorySummary(usage=_spent(before, llm.usage))
+            by_content = {_same(x.record.content): x.record.memory_id for x in existing.values()}
+            added: dict[str, MemoryRecord] = {}
+            updated: dict[str, MemoryRecord] = {}
+            for draft in drafts:
+                metadata = draft.metadata(scope.memory_type)
+                target = existing.get(draft.refines) if draft.refines else None
+                if draft.refines and target is None:
+                    result.warnings.append(
+                        f"the model said a memory refines {draft.refines!r}, which is no "
+                        f"{scope.describe()} memory; it was added as a new one"
+                    )
+                try:
+                    if target is not None:
+                        merged = {**target.record.metadata, **metadata}
+                        fields = _fields(
+                            scope,
+                            draft.content,
+                            draft.when_to_use or target.record.when_to_use,
+                            merged,
+                            [*target.record.sources, *linked],
+                        )
+                        record = self._rewrite(target, change, **fields)
+                        if record is None:
+                            result.unchanged.append(target.record.memory_id)
+                            continue
+                        existing[record.memory_id] = self.store.find(scope, record.memory_id)
+                        updated[record.memory_id] = record
+                    elif _same(draft.content) in by_content:
+                        result.unchanged.append(by_content[_same(draft.content)])
+                        continue
+                    else:
+                        fields = _fields(scope, draft.content, draft.when_to_use, metadata, linked)
+                        record = self._create(scope, change, **fields)
+                        added[record.memory_id] = record
+                except WorkspaceError as exc:  # a hand edit raced this call, a bad value
+                    result.skipped.append(SkippedDraft(content=draft.content, reason=str(exc)))
+                    continue
+                by_content[_same(record.content)] = record.memory_id
+            result.added = list(added.values())
+            result.updated = [r for k, r in updated.items() if k not in added]
+            if result.added or result.updated:
+                change.commit(
+                    f"summarize: {len(result.added)} added, {len(result.updated)} updated", result
+                )
+        return result
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _create(self, scope: MemoryScope, change: Change, **fields: Any) -> MemoryRecord:
+        memory_id = uuid.uuid4().hex[:12]
+        now = self.clock()
+        text = note.render(memory_id=memory_id, scope=scope, created=now, updated=now, **fields)
+        record = self.store.create(scope, memory_id, text)
+        change.verbs.append(f"ADD {record_path(scope, memory_id)}")
+        return record
+
+    def _rewrite(self, current: Loaded, change: Change, **fields: Any) -> MemoryRecord | None:
+        """The record rewritten with ``fields``; None when they change nothing."""
+        old = current.record
+        if all(getattr(old, key) == value for key, value in fields.items()):
+            return None
+        text = note.render(
+            memory_id=old.memory_id,
+            scope=old.scope,
+            created=old.created,
+            updated=self.clock(),
+            keep=current.frontmatter,
+            **fields,
+        )
+        record = self.store.replace(old, text)
+        change.verbs.append(f"UPDATE {record.path}")
+        return record
+
+
+def _fields(
+    scope: MemoryScope,
+    content: str,
+    when_to_use: str | None,
+    metadata: dict[str, Any],
+    sources: Iterable[str],
+) -> dict[str, Any]:
+    """The validated, normalised fields of a record (WorkspaceError says what is wrong)."""
+    return {
+        "content": note.clean_content(content),
+        "when_to_use": note.clean_text(when_to_use, "when_to_use"),
+        "metadata": _metadata(scope, metadata),
+        "sources": note.clean_sources(sources),
+    }
+
+
+def _metadata(scope: MemoryScope, metadata: dict[str, Any]) -> dict[str, Any]:
+    if not isinstance(metadata, dict) or not all(isinstance(k, str) for k in metadata):
+        raise WorkspaceError("metadata must be a mapping with text keys")
+    if scope.memory_type == "tool":
+        try:
+            ToolMetadata.model_validate(metadata)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
+            )
+            raise WorkspaceError(f"tool metadata: {problems}") from None
+    try:
+        yaml.safe_dump(metadata)
+    except yaml.YAMLError:
+        raise WorkspaceError(
+            "metadata values must be text, numbers, booleans, null, or lists and mappings of those"
+        ) from None
+    return dict(metadata)
+
+
+def _messages(messages: Iterable[MemoryMessage | dict[str, Any]]) -> list[MemoryMessage]:
+    try:
+        parsed = [
+            m if isinstance(m, MemoryMessage) else MemoryMessage.model_validate(m) for m in messages
+        ]
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(map(str, first["loc"]))
+        raise WorkspaceError(f"messages: {where}: {first['msg']}") from None
+    kept = [m for m in parsed if m.text or m.tool_calls]
+    if not kept:
+        raise WorkspaceError("messages hold no text to summarize")
+    return kept
+
+
+def _same(content: str) -> str:
+    """Content compared for repeats: case and spacing do not make a memory new."""
+    return " ".join(content.split()).casefold()
+
+
+def _spent(before: LlmUsage, after: LlmUsage) -> LlmUsage:
+    return LlmUsage(
+        calls=after.calls - before.calls,
+        prompt_tokens=after.prompt_tokens - before.prompt_tokens,
+        completion_tokens=after.completion_tokens - before.completion_tokens,
+        retries=after.retries - before.retries,
+    )
+
+
+def _utc(moment: dt.datetime) -> dt.datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=dt.UTC)
+
+
+def _passes(record: MemoryRecord, filters: MemoryFilters) -> bool:
+    if record.status not in filters.statuses:
+        return False
+    if filters.text:
+        needle = filters.text.casefold()
+        if needle not in record.content.casefold() and needle not in record.when_to_use.casefold():
+            return False
+    if any(record.metadata.get(k) != v for k, v in filters.metadata.items()):
+        return False
+    if filters.since is not None and record.updated < _utc(filters.since):
+        return False
+    return filters.until is None or record.updated <= _utc(filters.until)
+
+
+def _sorted(records: list[MemoryRecord], sort_key: str, reverse: bool) -> list[MemoryRecord]:
+    def value(record: MemoryRecord) -> Any:
+        if sort_key.startswith("metadata."):
+            return record.metadata.get(sort_key.removeprefix("metadata."))
+        return getattr(record, sort_key)
+
+    present = [r for r in records if value(r) is not None]
+    missing = [r for r in records if value(r) is None]
+
+    def key(record: MemoryRecord) -> tuple[int, Any, str]:
+        found = value(record)
+        # Numbers before text, so a metadata key holding both still sorts; the id breaks ties.
+        if isinstance(found, bool | int | float):
+            return (0, float(found), record.memory_id)
+        if isinstance(found, dt.datetime):
+            return (0, found.timestamp(), record.memory_id)
+        return (1, str(found).casefold(), record.memory_id)
+
+    return sorted(present, key=key, reverse=reverse) + missing

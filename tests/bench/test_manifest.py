@@ -1,0 +1,145 @@
+"""Manifests: what they record and how two of them differ."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from reme_core.bench import (
+    DatasetFile,
+    GitState,
+    Manifest,
+    PluginPin,
+    build_manifest,
+    dataset_file,
+    diff_manifests,
+    environment_notes,
+    git_state,
+)
+from reme_core.plugins import Plugins
+from reme_core.settings import load_settings
+
+DATA_SHA256 = "3a316d6d3226f84c1e46e4447fa8d5fd800bff4a1bc6498152523cd4a602b69b"  # of "[1, 2]"
+
+
+def test_build_records_plugins_config_datasets_and_command(
+    tmp_path: Path, default_plugins: Plugins
+) -> None:
+    data = tmp_path / "data.json"
+    data.write_text("[1, 2]")
+    settings = load_settings(
+        overrides=["search.limit=7", "components.llm.name=openai", "workspace=/tmp/x"],
+        env={},
+    ).model_copy()
+    manifest = build_manifest(
+        settings=settings,
+        plugins=default_plugins,
+        datasets=[data],
+        config_name="bm25",
+        overrides=["search.limit=7"],
+        command=["bench", "toy", "run", str(data)],
+    )
+    # Registered directly (no distribution): the module name, no version.
+    assert PluginPin(distribution="reme_plugins.step_search", version=None) in manifest.plugins
+    assert manifest.config["search"]["limit"] == 7
+    assert "workspace" not in manifest.config  # each item has its own
+    assert manifest.datasets == [DatasetFile(path=str(data.resolve()), sha256=DATA_SHA256, size=6)]
+    assert manifest.command == ["bench", "toy", "run", str(data)]
+
+
+def test_dataset_sha256_is_the_file_digest(tmp_path: Path) -> None:
+    data = tmp_path / "d.json"
+    data.write_bytes(b"abc")
+    expected = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    assert dataset_file(data).sha256 == expected
+
+
+def test_git_state_reads_revision_and_dirty_flag(tmp_path: Path) -> None:
+    assert git_state(tmp_path) is None  # not a checkout
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "f.txt").write_text("one")
+    git("add", "f.txt")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+    clean = git_state(tmp_path)
+    assert clean is not None and len(clean.revision) == 40 and not clean.dirty
+    (tmp_path / "untracked.txt").write_text("x")
+    assert not git_state(tmp_path).dirty  # untracked files do not count
+    (tmp_path / "f.txt").write_text("two")
+    assert git_state(tmp_path).dirty
+
+
+def _manifest(**changes: object) -> Manifest:
+    base = Manifest(
+        plugins=[
+            PluginPin(distribution="reme", version="0.1.0"),
+            PluginPin(distribution="reme-lme", version="0.1.0"),
+        ],
+        config={"search": {"vector_weight": 0.5, "limit": 10}, "components": {"llm": None}},
+        config_name="hybrid",
+        datasets=[DatasetFile(path="/d/s.json.gz", sha256="a" * 64, size=3)],
+        git=GitState(revision="1" * 40, dirty=False),
+    )
+    return base.model_copy(update=changes)
+
+
+def test_identical_manifests_do_not_differ() -> None:
+    assert diff_manifests(_manifest(), _manifest(date="2030-01-01")) == []
+
+
+@pytest.mark.parametrize(
+    ("changes", "line"),
+    [
+        (
+            {
+                "plugins": [
+                    PluginPin(distribution="reme", version="0.1.0"),
+                    PluginPin(distribution="reme_lme", version="0.2.0"),
+                ]
+            },
+            "plugin reme_lme: 0.1.0 -> 0.2.0",
+        ),
+        (
+            {"plugins": [PluginPin(distribution="reme", version="0.1.0")]},
+            "plugin reme-lme: not installed (recorded 0.1.0)",
+        ),
+        (
+            {
+                "config": {
+                    "search": {"vector_weight": 0.7, "limit": 10},
+                    "components": {"llm": None},
+                }
+            },
+            "config search.vector_weight: 0.5 -> 0.7",
+        ),
+        (
+            {"config": {"search": {"limit": 10}, "components": {"llm": None}}},
+            "config search.vector_weight: 0.5 -> <absent>",
+        ),
+        ({"config_name": "bm25"}, "config name: hybrid -> bm25"),
+        (
+            {"datasets": [DatasetFile(path="/e/s.json.gz", sha256="b" * 64, size=3)]},
+            "dataset s.json.gz: sha256 differs (aaaaaaaaaaaa… recorded, bbbbbbbbbbbb… now; /e/s.json.gz)",
+        ),
+    ],
+)
+def test_each_difference_is_one_line(changes: dict[str, object], line: str) -> None:
+    assert diff_manifests(_manifest(), _manifest(**changes)) == [line]
+
+
+def test_a_moved_dataset_with_the_same_bytes_is_the_same() -> None:
+    moved = [DatasetFile(path="/elsewhere/s.json.gz", sha256="a" * 64, size=3)]
+    assert diff_manifests(_manifest(), _manifest(datasets=moved)) == []
+
+
+def test_git_and_python_are_notes_not_differences() -> None:
+    other = _manifest(git=GitState(revision="2" * 40, dirty=True), python="3.99.0")
+    assert diff_manifests(_manifest(), other) == []
+    notes = environment_notes(_manifest(), other)
+    assert notes[0] == "git: 111111111111 -> 222222222222 (dirty)"
+    assert notes[1].startswith("python: ") and notes[1].endswith("-> 3.99.0")
