@@ -1,0 +1,3 @@
+"""reme-beam: the BEAM long-term-memory benchmark for reme (``reme bench beam ...``)."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,90 @@
+"""Search through the configured ``search`` pipeline: the step config selects (``search``, or
+``search_v2`` from reme-lme) is what gets measured.
+
+The pipeline's steps are run in-process, without ``Reme.run``: a question changes no file, so
+there is nothing for the workspace history to record, and hundreds of questions per item
+should not cost two git calls each.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from reme_core.errors import ConfigError, RemeError
+from reme_core.pipelines.run import PipelineRun
+from reme_core.schema import SearchResponse
+from reme_core.settings import Settings, resolve_component
+
+if TYPE_CHECKING:
+    from reme_core.plugins import Plugins
+    from reme_core.runtime import Reme
+
+SEARCH_PIPELINE = "search"
+
+STEP_PACKAGES: dict[str, str] = {
+    "search_v2": "reme-lme (pip install -e plugins/lme)",
+    "beam_answer": "reme-beam (pip install -e plugins/beam)",
+}
+"""Steps that live in separate distributions, for an error that says what to install."""
+
+
+class SearchFailed(RemeError):
+    """The search pipeline ran but gave no search response."""
+
+
+def check_steps(settings: Settings, plugins: Plugins, pipelines: tuple[str, ...]) -> None:
+    """Fail before any item starts when a pipeline names a step no installed plugin provides."""
+    registered = set(plugins.registry("step").names())
+    for name in pipelines:
+        pipeline = settings.pipelines.get(name)
+        if pipeline is None:
+            raise ConfigError(f"pipelines.{name}: not configured (the BEAM runner needs it)")
+        for i, step in enumerate(pipeline.steps):
+            if step.name in registered:
+                continue
+            where = STEP_PACKAGES.get(step.name, "the plugin that provides it")
+            raise ConfigError(
+                f"pipelines.{name}.steps[{i}]: step {step.name!r} is not installed; install "
+                f"{where} (installed steps: {', '.join(sorted(registered))})"
+            )
+
+
+class PipelineSearch:
+    """``search(query, limit)`` through pipeline ``pipeline``'s steps, built once per workspace."""
+
+    def __init__(self, reme: Reme, pipeline: str = SEARCH_PIPELINE):
+        config = reme.settings.pipelines.get(pipeline)
+        if config is None:
+            raise ConfigError(f"pipelines.{pipeline}: not configured")
+        self.reme = reme
+        self.pipeline = pipeline
+        self.run = PipelineRun(reme=reme, name=pipeline, llm=reme.llm_for(pipeline))
+        self.steps = []
+        for i, selection in enumerate(config.steps):
+            cls, settings = resolve_component(
+                reme.plugins, "step", selection, f"pipelines.{pipeline}.steps[{i}]"
+            )
+            self.steps.append(cls(settings, reme.context))
+
+    @property
+    def step_names(self) -> list[str]:
+        return [step.name for step in self.steps]
+
+    def search(self, query: str, limit: int, **params: Any) -> SearchResponse:
+        state: dict[str, Any] = {"query": query, "limit": limit, **params}
+        for step in self.steps:
+            changes = step.run(self.run, state)
+            state.update(changes or {})
+        response = state.get("search")
+        if response is None:
+            raise SearchFailed(
+                f"pipeline {self.pipeline!r} ({', '.join(self.step_names)}) gave no `search` "
+                "result; its last step must add `search` (a search response)"
+            )
+        if isinstance(response, SearchResponse):
+            return response
+        return SearchResponse.model_validate(response)
+
+    def close(self) -> None:
+        for step in self.steps:
+            step.close()
