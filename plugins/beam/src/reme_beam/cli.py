@@ -40,8 +40,8 @@ from reme_core.errors import ConfigError
 from reme_core.plugins import load_plugins
 from reme_core.settings import Settings, validate_components
 
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
-"""plugins/beam/config: the named configs (an editable install reads them in place)."""
+CONFIG_DIR = Path(__file__).resolve().parent / "config"
+"""The named configs, shipped inside the package so a plain (non-editable) install has them."""
 COMPARE_CONFIGS = ("bm25", "bm25_v2", "hybrid", "default", "search_v2")
 QA_PIPELINES = ("beam_answer", "beam_judge")
 
