@@ -36,6 +36,11 @@ HOOK_BY_KIND: dict[str, str] = {
 KNOWN_PROVIDERS: dict[str, str] = {
     "minilm": "reme[torch]",
     "chromadb": "reme[chromadb]",
+    # Benchmark forks live in their own distributions (plugins/lme, plugins/beam).
+    "search_v2": "reme-lme (pip install -e plugins/lme)",
+    "auto_memory_lme": "reme-lme (pip install -e plugins/lme)",
+    "beam_answer": "reme-beam (pip install -e plugins/beam)",
+    "beam_judge": "reme-beam (pip install -e plugins/beam)",
 }
 
 T = TypeVar("T", bound=Component)
