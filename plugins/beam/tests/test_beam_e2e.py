@@ -11,9 +11,9 @@ import reme_beam.cli as cli
 from beam_testing import KEYWORD_ONLY, TINY
 from click.testing import CliRunner
 from reme_beam.cli import run_benchmark
-from reme_beam.vector_cache import harvest, seed
 
 from reme_core.bench import RunResult
+from reme_core.bench.vector_cache import harvest, seed
 from reme_core.cli import RemeGroup, attach_plugin_commands
 from reme_core.errors import ConfigError
 from reme_core.plugins import Plugins

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import click
@@ -129,7 +130,7 @@ def test_memory_mode_without_a_model_scores_the_excerpt_notes(
 def test_configs_lists_the_named_configs(cli: click.Group) -> None:
     result = invoke(cli, "bench", "lme", "configs")
     names = [line.split()[0] for line in result.output.splitlines()]
-    assert {"bm25", "hybrid", "search_v2", "hybrid_v2", "memory"} <= set(names)
+    assert {"bm25", "hybrid", "default", "search_v2", "hybrid_v2", "memory"} <= set(names)
 
 
 def test_unknown_config_and_ids_are_errors(cli: click.Group, data: Path, tmp_path: Path) -> None:
@@ -139,3 +140,26 @@ def test_unknown_config_and_ids_are_errors(cli: click.Group, data: Path, tmp_pat
     assert result.exit_code == 2 and "unknown benchmark config 'nope'" in result.output
     result = invoke(cli, *run_args(data, tmp_path / "y", "--ids", "q_dog,q_missing"))
     assert result.exit_code == 1 and "ids not in the data: q_missing" in result.output
+
+
+def test_compare_shares_one_vector_cache_between_configs(
+    cli: click.Group, data: Path, tmp_path: Path
+) -> None:
+    vectors = [
+        "--set",
+        "components.embedding.name=hash",
+        "--set",
+        "components.file_store.name=local",
+    ]
+    out = tmp_path / "cmp"
+    args = ["bench", "lme", "compare", str(data), "--configs", "default,hybrid_v2", "--limit", "2",
+            "--workers", "1", "--no-progress", "--out", str(out), *vectors]  # fmt: skip
+    result = invoke(cli, *args)
+    assert result.exit_code == 0, result.output
+    cache = out / "vectors.sqlite3"
+    with sqlite3.connect(cache) as db:
+        rows = db.execute("SELECT count(*) FROM vectors").fetchone()[0]
+    assert rows > 0  # the first config embedded; the second found every chunk there
+    default = RunResult.read(out / "default")
+    assert default.items[0]["metrics"]["session_recall_any@1"] == 1.0
+    assert "--vector-cache" in RunResult.read(out / "hybrid_v2").manifest.command

@@ -28,7 +28,7 @@ from reme_beam.metrics import KS, retrieval_metrics
 from reme_beam.retrieval import PipelineSearch
 from reme_beam.sessions import SessionUnit, build_sessions
 from reme_beam.usage import add, snapshot, spent
-from reme_beam.vector_cache import harvest, seed
+from reme_core.bench.vector_cache import harvest, seed
 from reme_core.plugins import load_plugins
 from reme_core.runtime import Reme
 from reme_core.settings import Settings
@@ -51,7 +51,7 @@ class RunOptions(BaseModel):
     keep_dir: str | None = None
     """Keep each item's workspace under this folder (debugging); None = delete it."""
     vector_cache: str | None = None
-    """A SQLite file of embeddings shared by every item and run (``reme_beam.vector_cache``)."""
+    """A SQLite file of embeddings shared by items and runs (``reme_core.bench.vector_cache``)."""
 
 
 class QuestionRow(BaseModel):

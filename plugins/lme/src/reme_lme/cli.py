@@ -74,6 +74,12 @@ def run_options(func):  # type: ignore[no-untyped-def]
             click.option(
                 "--cache-dir", help="Folder of the LLM answer cache (default ~/.cache/reme/llm)."
             ),
+            click.option(
+                "--vector-cache",
+                type=click.Path(dir_okay=False, path_type=Path),
+                help="A SQLite file of embeddings shared by questions and runs "
+                "(compare: <out>/vectors.sqlite3).",
+            ),
             click.option("--no-progress", is_flag=True, help="No progress bar."),
         ]
     ):
@@ -124,6 +130,8 @@ def run_command(data: Path, config: str | None, out: Path | None, **options: obj
 def compare_command(data: Path, configs: str, out: Path, **options: object) -> None:
     """Run several configs on the same questions; print them side by side."""
     names = [c for c in configs.replace(",", " ").split() if c]
+    if options["vector_cache"] is None:  # the configs embed the same chunks: once is enough
+        options["vector_cache"] = out / "vectors.sqlite3"
     results = {}
     for name in names:
         folder = out / Path(name).stem
@@ -172,6 +180,7 @@ def _run(data: Path, config: str | None, out: Path, command: list[str], options:
         workers=options["workers"],  # type: ignore[arg-type]
         progress=not options["no_progress"],
         cache_dir=options["cache_dir"],  # type: ignore[arg-type]
+        vector_cache=options["vector_cache"],  # type: ignore[arg-type]
         command=command,
     )
 
@@ -184,7 +193,7 @@ def _as_args(options: dict) -> list[str]:
     for flag in ("dream", "qa", "no_progress"):
         if options[flag]:
             args.append("--" + flag.replace("_", "-"))
-    for key in ("limit", "workers", "cache_dir"):
+    for key in ("limit", "workers", "cache_dir", "vector_cache"):
         if options[key] is not None:
             args += ["--" + key.replace("_", "-"), str(options[key])]
     for value in options["ids"]:

@@ -61,6 +61,7 @@ def run_benchmark(
     workers: int | None = None,
     progress: bool = True,
     cache_dir: str | None = None,
+    vector_cache: Path | None = None,
     command: Sequence[str] | None = None,
 ) -> RunResult:
     """Run LongMemEval on ``data`` and save the result in ``out``; return it."""
@@ -85,6 +86,7 @@ def run_benchmark(
         dream=dream,
         ks=list(ks),
         qa=qa,
+        vector_cache=str(vector_cache.resolve()) if vector_cache else None,
     )
     items = load_items(data)
     started = time.perf_counter()

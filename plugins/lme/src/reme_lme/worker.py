@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from reme_core.bench import LME_KS, retrieval_metrics
+from reme_core.bench.vector_cache import harvest, seed
 from reme_core.components import Llm, LlmUsage
 from reme_core.pipelines.run import PipelineRun
 from reme_core.plugins import load_plugins
@@ -42,6 +43,9 @@ class Options(BaseModel):
     ks: list[int] = Field(default_factory=lambda: list(LME_KS))
     qa: bool = False
     max_answer_calls: int = Field(4, ge=1)
+    vector_cache: str | None = None
+    """A SQLite file of embeddings shared by questions and runs (``reme_core.bench.vector_cache``):
+    LongMemEval haystacks share sessions, and configs of a comparison embed the same chunks."""
 
 
 def score_item(item: Item, options: Options) -> dict[str, Any]:
@@ -51,6 +55,8 @@ def score_item(item: Item, options: Options) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix="reme-lme-"))
     settings = Settings.model_validate(options.config).model_copy(update={"workspace": root})
     try:
+        if options.vector_cache:
+            seed(root, Path(options.vector_cache))
         with Reme(settings, load_plugins()) as reme:
             if options.mode == "raw":
                 ingested = ingest_raw(root, sessions)
@@ -91,7 +97,9 @@ def score_item(item: Item, options: Options) -> dict[str, Any]:
                 row.update(_qa(reme, item, ingested, searcher, options))
                 metrics["qa_accuracy"] = float(row["correct"])
             row["usage"] = _usage([reme.llm, reme.llm_for(options.memory_pipeline)])
-            return row
+        if options.vector_cache:
+            harvest(root, Path(options.vector_cache))
+        return row
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
