@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from reme_core.schema import Chunk, Link, SearchFilters
 
 if TYPE_CHECKING:
+    from reme_core.plugins import Plugins
     from reme_core.workspace.tools import FileTools
 
 
@@ -29,10 +30,13 @@ class ComponentSettings(BaseModel):
 
 @dataclass(frozen=True)
 class ComponentContext:
-    """Where a component lives: the workspace root and its derived-state folder (``.reme/``)."""
+    """Where a component lives: the workspace root and its derived-state folder (``.reme/``), and
+    the plugin set it was built from (``plugins``, for a component that builds another one, as
+    the ``cached`` llm builds its inner model; None when built outside a workspace)."""
 
     workspace: Path
     state_dir: Path
+    plugins: Plugins | None = field(default=None, compare=False, repr=False)
 
 
 class Component:

@@ -49,7 +49,9 @@ class Reme:
         validate_components(settings, plugins)
         self.state_dir = self.root / STATE_DIR
         self.state_dir.mkdir(exist_ok=True)
-        self.context = context = ComponentContext(workspace=self.root, state_dir=self.state_dir)
+        self.context = context = ComponentContext(
+            workspace=self.root, state_dir=self.state_dir, plugins=plugins
+        )
         components = settings.components
         if components.keyword_index is None:
             raise ConfigError(

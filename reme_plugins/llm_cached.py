@@ -7,7 +7,9 @@ identical. A hit spends no call: ``usage`` counts only the inner model's real ca
 ``cache_hits`` counts the answers served from disk. Writes are atomic (temp file + rename), so
 processes sharing the folder never read half an answer.
 
-The inner llm is looked up in the process's plugin manager (``load_plugins()``).
+The inner llm is looked up in the plugin set the workspace was built with (``context.plugins``),
+or in the process's plugin manager (``load_plugins()``) when there is none (built outside a
+workspace, with no context).
 
     components:
       llm:
@@ -172,11 +174,14 @@ class CachedLlm(Llm):
 
 
 def _build_inner(selection: ComponentSelection, context: ComponentContext | None) -> Llm:
-    from reme_core.plugins import load_plugins
+    """The inner model, from the plugins the workspace was built with (``context.plugins``); the
+    process's plugin manager only for a cached llm built without them (outside a workspace)."""
+    plugins = context.plugins if context is not None else None
+    if plugins is None:
+        from reme_core.plugins import load_plugins
 
-    cls, settings = resolve_component(
-        load_plugins(), "llm", selection, "components.llm.settings.inner"
-    )
+        plugins = load_plugins()
+    cls, settings = resolve_component(plugins, "llm", selection, "components.llm.settings.inner")
     return cls(settings, context)
 
 

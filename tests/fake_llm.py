@@ -1,8 +1,9 @@
 """A recording chat model for tests, and the plugin manager the tests open workspaces with.
 
-``RecordingLlm`` replays answers in order, the way the shipped ``scripted`` model does, and keeps
-every call it gets (one ``Call`` per call, however many attempts it took), so a test can check
-what the code under test sent::
+``RecordingLlm`` replays answers in order with the shipped ``scripted`` model's code (both are
+``ReplayLlm``s of ``reme_plugins.llm_scripted``; only where the answers come from differs), and
+keeps every call it gets (one ``Call`` per call, however many attempts it took), so a test can
+check what the code under test sent::
 
     llm = RecordingLlm.replaying([{"answer": "done"}])      # handed to the code directly, or
 
@@ -25,13 +26,12 @@ overrides ``respond`` instead of replaying; the recording and the accounting sta
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
 
 from conftest import DEFAULT_PLUGIN_MODULES
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from reme_core import hookimpl
 from reme_core.components import (
@@ -40,15 +40,21 @@ from reme_core.components import (
     ComponentContext,
     ComponentSettings,
     Llm,
-    ModelT,
     Step,
     estimate_tokens,
 )
-from reme_core.errors import LlmError
 from reme_core.plugins import Plugins
+from reme_plugins.llm_scripted import TEXT, ReplayLlm
 
-TEXT = "text"
-"""The kind of a ``complete`` call; a ``structured`` call's kind is its response model's name."""
+__all__ = [
+    "TEXT",
+    "Call",
+    "RecordingLlm",
+    "llm_setting",
+    "plugins_with",
+    "prompt_tokens",
+    "write_script",
+]
 
 
 class Call(NamedTuple):
@@ -68,16 +74,15 @@ def prompt_tokens(messages: Sequence[dict[str, str]]) -> int:
     return sum(estimate_tokens(str(m.get("content", ""))) for m in messages)
 
 
-class RecordingLlm(Llm):
+class RecordingLlm(ReplayLlm):
     """Replays answers in order and records every call (see the module docstring)."""
 
     name: ClassVar[str] = "recording"
 
-    class Settings(ComponentSettings):
+    class Settings(ReplayLlm.Settings):
         answers: list[Any] = Field(default_factory=list)
         path: str | None = None
         """A JSON file holding the answers instead, read at the first call."""
-        max_validation_retries: int = Field(2, ge=0)
 
     settings: Settings
 
@@ -88,9 +93,6 @@ class RecordingLlm(Llm):
         self.calls: list[Call] = []
         self.on_call: Callable[[str], None] | None = None
         """Called with each call's kind before it is answered (to race the caller, say)."""
-        self._answers: list[Any] | None = None
-        self._next = 0
-        self._lock = threading.Lock()
 
     @classmethod
     def replaying(cls, answers: Sequence[Any], **settings: Any) -> RecordingLlm:
@@ -111,79 +113,19 @@ class RecordingLlm(Llm):
         """The last message of each call (of ``kind`` only, when given)."""
         return [call.prompt for call in self.calls if kind is None or call.kind == kind]
 
-    # -- the model ---------------------------------------------------------------------------
+    # -- the replay --------------------------------------------------------------------------
 
-    def complete(self, messages: Sequence[dict[str, str]], *, max_tokens: int | None = None) -> str:
-        self._record(TEXT, messages)
-        answer = self._attempt(TEXT, messages)
-        return answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
+    def load_entries(self) -> list[Any]:
+        if self.settings.path is None:
+            return list(self.settings.answers)
+        return json.loads(Path(self.settings.path).read_text(encoding="utf-8"))
 
-    def structured(
-        self,
-        messages: Sequence[dict[str, str]],
-        response_model: type[ModelT],
-        *,
-        max_retries: int | None = None,
-    ) -> ModelT:
-        kind = response_model.__name__
-        self._record(kind, messages)
-        retries = self.settings.max_validation_retries if max_retries is None else max_retries
-        problem = ""
-        for attempt in range(max(retries, 0) + 1):
-            if attempt:
-                with self._lock:
-                    self.usage.retries += 1
-            answer = self._attempt(kind, messages)
-            try:
-                if isinstance(answer, str):
-                    return response_model.model_validate_json(answer)
-                return response_model.model_validate(answer)
-            except ValidationError as exc:
-                problem = str(exc).strip()[:500]
-        raise LlmError(
-            f"recording llm: no valid {kind} after {retries + 1} "
-            f"attempt{'s' * (retries > 0)}: {problem}"
-        )
-
-    def respond(self, kind: str, messages: list[dict[str, str]]) -> Any:
-        """The answer to one attempt: the next one replayed. Override to compute answers."""
-        answers = self._load()
-        with self._lock:
-            if self._next >= len(answers):
-                raise LlmError(f"recording llm: all {len(answers)} answers were used")
-            self._next += 1
-            return answers[self._next - 1]
-
-    # -- internals ---------------------------------------------------------------------------
-
-    def _record(self, kind: str, messages: Sequence[dict[str, str]]) -> None:
+    def received(self, kind: str, messages: Sequence[dict[str, str]]) -> None:
         copied = [dict(m) for m in messages]
         with self._lock:
             self.calls.append(Call(kind, copied))
         if self.on_call is not None:
             self.on_call(kind)
-
-    def _attempt(self, kind: str, messages: Sequence[dict[str, str]]) -> Any:
-        with self._lock:
-            self.usage.calls += 1
-            self.usage.prompt_tokens += prompt_tokens(messages)
-        answer = self.respond(kind, [dict(m) for m in messages])
-        if isinstance(answer, dict) and set(answer) == {"error"}:
-            raise LlmError(f"recording llm error: {answer['error']}")
-        text = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
-        with self._lock:
-            self.usage.completion_tokens += estimate_tokens(text)
-        return answer
-
-    def _load(self) -> list[Any]:
-        with self._lock:
-            if self._answers is None:
-                if self.settings.path is None:
-                    self._answers = list(self.settings.answers)
-                else:
-                    text = Path(self.settings.path).read_text(encoding="utf-8")
-                    self._answers = json.loads(text)
-            return self._answers
 
 
 def write_script(folder: Path, answers: Sequence[Any], name: str = "script.json") -> Path:

@@ -1,7 +1,8 @@
 """The shipped LLMs: the Llm conformance suite for each, plus what is specific to each.
 
 The OpenAI client talks to a fake OpenAI-compatible chat server on 127.0.0.1 that answers with
-scripted texts and can be scripted to fail; the scripted LLM reads JSON and YAML files.
+scripted texts and can be scripted to fail; the scripted LLM reads JSON and YAML files. The cached
+LLM's own behaviour is tested in tests/bench/test_llm_cached.py; here, where it finds its inner model.
 """
 
 from __future__ import annotations
@@ -14,15 +15,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import KEYWORD_ONLY_ENV
 from pydantic import BaseModel, ValidationError
 
+from reme_core import plugins as plugin_module
 from reme_core.components import ComponentContext, Llm
 from reme_core.errors import ConfigError, LlmError
-from reme_core.plugins import Plugins
+from reme_core.plugins import Plugins, load_plugins
+from reme_core.runtime import Reme
 from reme_plugins import llm_openai, llm_scripted
+from reme_plugins.llm_cached import CachedLlm
 from reme_plugins.llm_openai import OpenAILlm, extract_json
 from reme_plugins.llm_scripted import ScriptedLlm
 from tests.conformance.llm import MESSAGES, VALID, LlmConformance, Person
+from tests.fake_llm import RecordingLlm, plugins_with, write_script
 from tests.fake_openai_server import ScriptedServer, Send
 
 # -- registration ------------------------------------------------------------------------------
@@ -435,3 +441,28 @@ def test_scripted_missing_file_is_an_llm_error(tmp_path: Path) -> None:
     llm = ScriptedLlm(ScriptedLlm.Settings(path="nowhere.json"), context)
     with pytest.raises(LlmError, match=r"nowhere\.json"):
         llm.complete(MESSAGES)
+
+
+# -- cached ------------------------------------------------------------------------------------
+
+
+def test_cached_finds_its_inner_model_in_the_workspaces_plugins(
+    tmp_path: Path, default_plugins: Plugins, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The process's manager holds only the shipped defaults: no `recording` model there.
+    monkeypatch.setattr(plugin_module, "_plugins", default_plugins)
+    assert "recording" not in load_plugins().registry("llm")
+    root = tmp_path / "ws"
+    root.mkdir()
+    answers = write_script(tmp_path, ["from the inner model"])
+    cache = tmp_path / "cache"
+    inner = f"{{name: recording, settings: {{path: '{answers}'}}}}"
+    overrides = [f"components.llm={{name: cached, settings: {{inner: {inner}, dir: '{cache}'}}}}"]
+    plugins = plugins_with(RecordingLlm)  # the fake model is registered here only
+    with Reme.open(root, plugins=plugins, env=KEYWORD_ONLY_ENV, overrides=overrides) as reme:
+        llm = reme.llm
+        assert isinstance(llm, CachedLlm) and isinstance(llm.inner, RecordingLlm)
+        assert llm.complete(MESSAGES) == "from the inner model"
+        assert llm.complete(MESSAGES) == "from the inner model"
+        assert llm.usage.calls == 1 and llm.cache_hits == 1
+        assert llm.inner.prompts() == [MESSAGES[-1]["content"]]

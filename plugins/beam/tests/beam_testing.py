@@ -1,34 +1,17 @@
 """Shared test helpers of reme-beam (a module name of its own: `conftest` is taken by reme's
-tests, which may be collected in the same session)."""
+tests, which may be collected in the same session). The plugin manager the tests use is built in
+conftest.py with ``reme_core.bench.testing``."""
 
 from __future__ import annotations
 
-import importlib
-import importlib.metadata
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from reme_core import hookimpl
 from reme_core.components import Llm, ModelT
-from reme_core.plugins import Plugins
 
 DATA = Path(__file__).resolve().parent / "data"
 TINY = DATA / "chats" / "tiny"
-
-BEAM_MODULES = ["reme_beam.plugin"]
-
-
-def shipped_modules() -> list[str]:
-    """reme's shipped defaults, as its distribution declares them (entry points of `reme`
-    itself only: no third-party plugin installed here is loaded)."""
-    found = {
-        ep.value
-        for ep in importlib.metadata.entry_points(group="reme")
-        if ep.dist is not None and ep.dist.name == "reme"
-    }
-    return sorted(found)
-
 
 KEYWORD_ONLY = ["components.embedding=null", "components.file_store=null"]
 
@@ -69,19 +52,3 @@ class FakeLlm(Llm):
             },
         }[response_model.__name__]
         return response_model.model_validate(data)
-
-
-class _FakeLlmPlugin:
-    @hookimpl
-    def register_llms(self, register: Any) -> None:
-        register(FakeLlm)
-
-
-def build_plugins() -> Plugins:
-    """reme's shipped defaults, this package and the fake model; no installed entry point."""
-    plugins = Plugins()
-    for name in [*shipped_modules(), *BEAM_MODULES]:
-        plugins.register(importlib.import_module(name), name=name)
-    plugins.register(_FakeLlmPlugin(), name="fake_llm")
-    plugins.collect()
-    return plugins

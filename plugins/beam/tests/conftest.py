@@ -1,34 +1,32 @@
 """Fixtures of the reme-beam tests: an isolated environment and a plugin manager built by hand.
 
 Installed entry points are never loaded: ``beam_plugins`` registers reme's shipped defaults, this
-package and a fake model, and becomes the process's shared manager, which is what the runner's
-worker (``load_plugins()``) and the ``cached`` llm (its inner model) look up.
+package and a fake model, and becomes the process's shared manager, which the runner's worker
+(``load_plugins()``) opens its workspaces with, so the ``cached`` llm finds its inner model (the
+fake) there too (a workspace's components build others from its own plugin set). The shared part
+lives in ``reme_core.bench.testing``.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
-from beam_testing import build_plugins
+import reme_beam.plugin
+from beam_testing import FakeLlm
 
-from reme_core import plugins as plugin_module
+from reme_core.bench.testing import build_test_plugins, isolated_environment, share_plugins
 from reme_core.plugins import Plugins
 
 
 @pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for key in list(os.environ):
-        if key.startswith("REME_"):
-            monkeypatch.delenv(key)
-    plugin_module.reset_plugins()
-    yield
-    plugin_module.reset_plugins()
+def _isolated(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    with isolated_environment(monkeypatch, tmp_path_factory.mktemp("cache")):
+        yield
 
 
 @pytest.fixture
 def beam_plugins(monkeypatch: pytest.MonkeyPatch) -> Plugins:
-    plugins = build_plugins()
-    monkeypatch.setattr(plugin_module, "_plugins", plugins)
-    return plugins
+    return share_plugins(monkeypatch, build_test_plugins(reme_beam.plugin, llms=[FakeLlm]))
