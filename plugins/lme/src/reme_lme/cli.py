@@ -80,6 +80,12 @@ def run_options(func):  # type: ignore[no-untyped-def]
                 help="A SQLite file of embeddings shared by questions and runs "
                 "(compare: <out>/vectors.sqlite3).",
             ),
+            click.option(
+                "--data-cache",
+                type=click.Path(file_okay=False, path_type=Path),
+                help="Folder of the per-question split of DATA "
+                "(default: $XDG_CACHE_HOME/reme/lme or ~/.cache/reme/lme).",
+            ),
             click.option("--no-progress", is_flag=True, help="No progress bar."),
         ]
     ):
@@ -181,6 +187,7 @@ def _run(data: Path, config: str | None, out: Path, command: list[str], options:
         progress=not options["no_progress"],
         cache_dir=options["cache_dir"],  # type: ignore[arg-type]
         vector_cache=options["vector_cache"],  # type: ignore[arg-type]
+        data_cache=options["data_cache"],  # type: ignore[arg-type]
         command=command,
     )
 
@@ -193,7 +200,7 @@ def _as_args(options: dict) -> list[str]:
     for flag in ("dream", "qa", "no_progress"):
         if options[flag]:
             args.append("--" + flag.replace("_", "-"))
-    for key in ("limit", "workers", "cache_dir", "vector_cache"):
+    for key in ("limit", "workers", "cache_dir", "vector_cache", "data_cache"):
         if options[key] is not None:
             args += ["--" + key.replace("_", "-"), str(options[key])]
     for value in options["ids"]:

@@ -22,7 +22,7 @@ from reme_core.bench import (
 from reme_core.errors import RemeError
 from reme_core.plugins import load_plugins
 from reme_core.settings import validate_components
-from reme_lme.data import load_items
+from reme_lme.data import split_items
 from reme_lme.worker import Options, score_item
 
 BENCHMARK = "longmemeval"
@@ -62,9 +62,14 @@ def run_benchmark(
     progress: bool = True,
     cache_dir: str | None = None,
     vector_cache: Path | None = None,
+    data_cache: Path | None = None,
     command: Sequence[str] | None = None,
 ) -> RunResult:
-    """Run LongMemEval on ``data`` and save the result in ``out``; return it."""
+    """Run LongMemEval on ``data`` and save the result in ``out``; return it.
+
+    ``data`` is split once into one file per question under ``data_cache`` (default
+    ``~/.cache/reme/lme``, see ``reme_lme.data.split_items``); each worker reads its own.
+    """
     resolved = resolve_config(config, config_dirs=[CONFIG_DIR], overrides=overrides)
     settings = with_llm_cache(resolved.settings, cache_dir)
     plugins = load_plugins()
@@ -78,6 +83,10 @@ def run_benchmark(
         command=command,
     )
     checkpoint(manifest)
+    try:  # before _claim: a malformed file leaves nothing in ``out``
+        refs = split_items(data, data_cache, sha256=manifest.datasets[0].sha256)
+    except ValueError as exc:
+        raise LmeRunError(str(exc)) from None
     _claim(out, manifest)
     options = Options(
         config=settings.model_dump(mode="json"),
@@ -88,17 +97,16 @@ def run_benchmark(
         qa=qa,
         vector_cache=str(vector_cache.resolve()) if vector_cache else None,
     )
-    items = load_items(data)
     started = time.perf_counter()
     try:
         rows = run_items(
-            items,
+            refs,
             functools.partial(score_item, options=options),
             out_dir=out,
             workers=workers,
             limit=limit,
             ids=ids,
-            item_id=lambda item: item.question_id,
+            item_id=lambda ref: ref.question_id,
             progress=progress,
             desc=f"lme {config or 'default'}",
         )

@@ -22,7 +22,7 @@ from reme_core.runtime import Reme
 from reme_core.settings import Settings, resolve_component
 from reme_lme import qa
 from reme_lme.anchors import SpanResolver
-from reme_lme.data import Item
+from reme_lme.data import Item, ItemRef
 from reme_lme.evidence import evidence
 from reme_lme.ingest import Ingested, ingest_memory, ingest_raw
 from reme_lme.ranking import rank
@@ -48,8 +48,13 @@ class Options(BaseModel):
     LongMemEval haystacks share sessions, and configs of a comparison embed the same chunks."""
 
 
-def score_item(item: Item, options: Options) -> dict[str, Any]:
-    """One question: ingest, search with the question, metrics; with ``qa``, answer and judge."""
+def score_item(item: Item | ItemRef, options: Options) -> dict[str, Any]:
+    """One question: ingest, search with the question, metrics; with ``qa``, answer and judge.
+
+    A run passes an ``ItemRef``: the question is read here, from the split cache.
+    """
+    if isinstance(item, ItemRef):
+        item = item.load()
     sessions, dropped = item.sessions()
     wanted = evidence(item, sessions)
     root = Path(tempfile.mkdtemp(prefix="reme-lme-"))
