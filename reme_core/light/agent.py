@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from reme_core.components import Llm
-from reme_core.light.messages import ContextError, validate_messages
+from reme_core.light.messages import ContextError, leading_system, validate_messages
 from reme_core.light.persist import Persister, PersistOutcome, new_session_id
 from reme_core.light.session import SessionMemory
 from reme_core.light.split import ContextSplit, check_context
-from reme_core.light.summary import CompactResult, compact_memory
+from reme_core.light.summary import CompactResult, compact_memory, input_budget
 from reme_core.light.tokens import TokenCounter
 from reme_core.light.tool_results import (
     SpillStore,
@@ -111,14 +111,8 @@ class AgentContext:
         language: str | None = None,
     ) -> CompactResult:
         """A structured summary of ``messages``, updating ``previous_summary`` when given."""
-        return compact_memory(
-            validate_messages(messages),
-            llm=self.llm,
-            counter=self.counter,
-            prompts=self.prompts(language),
-            previous_summary=previous_summary,
-            max_input_length=max_input_length,
-            compact_ratio=compact_ratio,
+        return self._summarize(
+            validate_messages(messages), previous_summary, max_input_length, compact_ratio, language
         )
 
     def compact_tool_result(
@@ -194,14 +188,9 @@ class AgentContext:
 
         When no valid cut exists the messages are returned as they are after step 1.
         """
-        if max_input_length <= 0 or not 0 < compact_ratio <= 1:
-            raise ContextError(
-                "max_input_length must be positive and compact_ratio in (0, 1], got "
-                f"{max_input_length} and {compact_ratio}"
-            )
+        budget = int(input_budget(max_input_length, compact_ratio) * THRESHOLD_MARGIN)
         tools = self.compact_tool_results(messages, recent_n=keep_recent_tool_results)
         overhead = self.counter.text(system_prompt) + self.counter.text(compressed_summary)
-        budget = int(max_input_length * compact_ratio * THRESHOLD_MARGIN)
         threshold = max(1, budget - overhead)
         split = check_context(tools.messages, threshold, reserve, self.counter)
         if not split.to_compact or not split.is_valid:
@@ -209,15 +198,7 @@ class AgentContext:
         compacted = split.to_compact
         if self.persister is not None:
             self.persister.submit(_originals(compacted, messages))
-        compact = compact_memory(
-            compacted,
-            llm=self.llm,
-            counter=self.counter,
-            prompts=self.prompts(),
-            previous_summary=compressed_summary,
-            max_input_length=max_input_length,
-            compact_ratio=compact_ratio,
-        )
+        compact = self._summarize(compacted, compressed_summary, max_input_length, compact_ratio)
         return HookResult(split.to_keep, compact.text, threshold, tools, split, compacted, compact)
 
     def prepare(
@@ -239,6 +220,25 @@ class AgentContext:
     def await_summary_tasks(self, timeout: float | None = None) -> list[PersistOutcome]:
         """Wait for the background persistence of compacted messages; one outcome per batch."""
         return [] if self.persister is None else self.persister.wait(timeout)
+
+    def _summarize(
+        self,
+        messages: list[dict[str, Any]],
+        previous_summary: str,
+        max_input_length: int,
+        compact_ratio: float,
+        language: str | None = None,
+    ) -> CompactResult:
+        """``compact_memory`` with this context's model, counter and prompts (messages checked)."""
+        return compact_memory(
+            messages,
+            llm=self.llm,
+            counter=self.counter,
+            prompts=self.prompts(language),
+            previous_summary=previous_summary,
+            max_input_length=max_input_length,
+            compact_ratio=compact_ratio,
+        )
 
     # -- memory ----------------------------------------------------------------------------------
 
@@ -292,7 +292,5 @@ def _originals(
     """The caller's versions of the compacted messages (tool outputs not cut), by position:
     tool compaction keeps positions, and the compacted ones are a prefix after any system
     messages."""
-    start = 0
-    while start < len(messages) and messages[start].get("role") == "system":
-        start += 1
+    start = leading_system(messages)
     return list(messages[start : start + len(compacted)])

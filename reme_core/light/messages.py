@@ -133,6 +133,14 @@ def message_text(message: Mapping[str, Any]) -> str:
     return "\n".join(p for p in parts if p)
 
 
+def leading_system(messages: Sequence[Mapping[str, Any]]) -> int:
+    """How many system messages open ``messages``: they stay in place through compaction."""
+    count = 0
+    while count < len(messages) and messages[count].get("role") == "system":
+        count += 1
+    return count
+
+
 def cut_points(messages: Sequence[Mapping[str, Any]]) -> list[bool]:
     """``ok[i]``: the list may be cut just before message ``i`` (``0 < i < len``).
 

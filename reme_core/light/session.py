@@ -6,6 +6,8 @@ kept raw: tool outputs are cut on the way to the model (``compact_tool_result``)
 are appended to ``sessions/dialog/<date>.jsonl`` in the workspace when they are marked
 compressed or when the memory is cleared, once each: one line per message,
 ``{"session_id", "saved_at", "message"}``, which the jsonl chunker indexes like a transcript.
+Every string in a persisted message is redacted (``reme_core.redact``) on the way to the file;
+the messages held in memory, and ``state_dict``, stay as the agent gave them.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from reme_core.light.messages import ContextError, call_ids, validate_messages
+from reme_core.light.messages import ContextError, call_ids, leading_system, validate_messages
 from reme_core.light.tokens import TokenCounter
 from reme_core.pipelines.prompts import Prompts
+from reme_core.redact import redact_data
 
 if TYPE_CHECKING:
     from reme_core.workspace.tools import FileTools
@@ -120,9 +123,7 @@ class SessionMemory:
         out = [dict(m) for m in messages]
         if not self.summary.strip():
             return out
-        at = 0
-        while at < len(out) and out[at].get("role") == "system":
-            at += 1
+        at = leading_system(out)
         return [*out[:at], self.summary_message(), *out[at:]]
 
     def summary_message(self) -> dict[str, Any]:
@@ -165,13 +166,8 @@ class SessionMemory:
         Returns the marked positions; the raw messages are persisted.
         """
         count = compacted if isinstance(compacted, int) else len(compacted)
-        candidates = [
-            i
-            for i, (m, c) in enumerate(zip(self._messages, self._compressed, strict=True))
-            if not c
-        ]
-        while candidates and self._messages[candidates[0]].get("role") == "system":
-            candidates.pop(0)
+        active = [i for i, compressed in enumerate(self._compressed) if not compressed]
+        candidates = active[leading_system([self._messages[i] for i in active]) :]
         if count < 0 or count > len(candidates):
             raise ContextError(
                 f"cannot mark {count} messages compressed: {len(candidates)} can be compacted"
@@ -246,7 +242,7 @@ class SessionMemory:
                 {
                     "session_id": self.session_id,
                     "saved_at": now.isoformat(),
-                    "message": self._messages[p],
+                    "message": redact_data(self._messages[p])[0],
                 },
                 ensure_ascii=False,
                 default=str,

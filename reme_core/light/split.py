@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reme_core.light.messages import ContextError, cut_points, validate_messages
+from reme_core.light.messages import ContextError, cut_points, leading_system, validate_messages
 from reme_core.light.tokens import TokenCounter
 
 
@@ -64,9 +64,7 @@ def check_context(
     if total <= threshold:
         return ContextSplit([], msgs, True, total, total, sizes=sizes)
 
-    pinned = 0
-    while pinned < len(msgs) and msgs[pinned].get("role") == "system":
-        pinned += 1
+    pinned = leading_system(msgs)
     body = msgs[pinned:]
     body_sizes = sizes[pinned:]
     budget = min(reserve, threshold)

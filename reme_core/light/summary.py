@@ -10,6 +10,10 @@ out of the messages by pattern and added verbatim to Critical Context when the m
 out, so a paraphrasing model cannot lose them. Without a model, or when the model's output never
 validates, the summary is built from the previous one and those verbatim items alone, and says
 how many messages it folded in: the messages themselves are persisted, so nothing is lost.
+
+Either way the summary is redacted (``reme_core.redact``) before it is returned: it goes back
+into the context, into ``SessionMemory.summary`` and from there wherever the caller saves state,
+and neither a model repeating a secret nor a verbatim error line quoting one may carry it there.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from reme_core.errors import LlmError
 from reme_core.light.messages import ContextError, content_text, message_text, tool_calls
 from reme_core.light.tokens import TokenCounter
 from reme_core.pipelines.prompts import Prompts, load_prompts
+from reme_core.redact import redact_data
 
 SECTIONS: tuple[str, ...] = (
     "goal",
@@ -97,6 +102,17 @@ class CompactResult(BaseModel):
     warnings: list[str] = Field(default_factory=list)
 
 
+def input_budget(max_input_length: int, compact_ratio: float) -> float:
+    """``max_input_length * compact_ratio``: the tokens a model call may read; ContextError when
+    either is out of range."""
+    if max_input_length <= 0 or not 0 < compact_ratio <= 1:
+        raise ContextError(
+            "max_input_length must be positive and compact_ratio in (0, 1], got "
+            f"{max_input_length} and {compact_ratio}"
+        )
+    return max_input_length * compact_ratio
+
+
 def compact_memory(
     messages: Sequence[Mapping[str, Any]],
     *,
@@ -109,12 +125,7 @@ def compact_memory(
     max_summary_tokens: int | None = None,
 ) -> CompactResult:
     """Fold ``messages`` (and ``previous_summary``) into one structured summary."""
-    if max_input_length <= 0 or not 0 < compact_ratio <= 1:
-        raise ContextError(
-            "max_input_length must be positive and compact_ratio in (0, 1], got "
-            f"{max_input_length} and {compact_ratio}"
-        )
-    budget = int(max_input_length * compact_ratio)
+    budget = int(input_budget(max_input_length, compact_ratio))
     cap = max_summary_tokens or max(1000, max_input_length // 20)
     blocks = [render_message(m) for m in messages]
     input_tokens = sum(counter.text(b) for b in blocks)
@@ -134,7 +145,7 @@ def compact_memory(
     if summary is None:
         source = "fallback"
         summary = _fallback(messages, previous_summary, prompts)
-    summary = _keep_verbatim(summary, messages, prompts)
+    summary = _redacted(_keep_verbatim(summary, messages, prompts))
     summary, text = _fit(summary, prompts, counter, cap)
     return CompactResult(
         text=text,
@@ -273,6 +284,12 @@ def _keep_verbatim(
     missing = [item for item in verbatim_items(messages) if item not in text]
     items = [*summary.critical_context, *missing]
     return summary.model_copy(update={"critical_context": items[-MAX_CRITICAL_ITEMS:]})
+
+
+def _redacted(summary: ContextSummary) -> ContextSummary:
+    """Secrets out of every section; before ``_fit``, as a marker may be longer than a secret."""
+    fields, _ = redact_data(summary.model_dump())
+    return ContextSummary.model_validate(fields)
 
 
 def _fit(

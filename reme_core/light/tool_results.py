@@ -64,6 +64,11 @@ class SpillStore:
     def save(self, call_id: str, text: str) -> tuple[str, bool]:
         """Write ``text`` to ``tool_results/<id>.txt`` (another name if that holds other text);
         returns the path and whether it was written (False: the same text was there)."""
+        # Not redacted, unlike summaries and the dialog log: a spill is the exact original that
+        # the agent reads on from (the hint names byte and line offsets, and ``find_spill``
+        # matches the head left in the context against it), the agent has already seen every
+        # byte of it, and it may need a token it just fetched. The folder is left out of the
+        # version history and (by default) the index, and its files expire after retention_days.
         data = text.encode("utf-8")
         stem = _UNSAFE.sub("_", call_id).strip("._")[:80] or "result"
         digest = hashlib.sha256(data).hexdigest()[:12]

@@ -18,6 +18,20 @@ from reme_core.components import LlmUsage
 from reme_core.errors import WorkspaceError
 from reme_core.schema.note import NoteStatus
 
+__all__ = [  # what ``reme_core.memory`` exports, beside ``MemoryApi``
+    "MemoryChange",
+    "MemoryDeletion",
+    "MemoryFilters",
+    "MemoryHit",
+    "MemoryList",
+    "MemoryMessage",
+    "MemoryRecord",
+    "MemoryRetrieval",
+    "MemoryScope",
+    "MemorySummary",
+    "MemoryType",
+]
+
 MemoryType = Literal["personal", "procedural", "tool"]
 ScopeKey = Literal["user_name", "task_name", "tool_name"]
 

@@ -4,6 +4,11 @@ The prompt shows the conversation (the most recent part that fits the budget) an
 existing records with their ids, so the model can say a memory refines one instead of repeating
 it. The answer is validated in full (and retried by the model component) before anything is
 written: an answer that never validates is an ``LlmError`` and leaves the workspace as it was.
+
+Secrets are redacted (``reme_core.redact``) twice: in the conversation before the model sees it,
+so it has none to copy, and in every text field of its answer, which becomes a record on disk:
+a model may still repeat a secret (from an existing record, or one the patterns missed in a
+different spelling), and only the answer's redaction guarantees none is written.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from reme_core.memory.models import MemoryMessage, MemoryRecord, MemoryScope, Me
 from reme_core.memory.note import clean_content, clean_text
 from reme_core.pipelines.budget import fit
 from reme_core.pipelines.prompts import Prompts
+from reme_core.redact import redact, redact_data
 
 PROMPTS = ("reme_plugins", "summarize_memory")
 """The prompt file: ``reme_plugins/prompts/summarize_memory.yaml``."""
@@ -44,6 +50,12 @@ class ExtractedMemory(BaseModel):
     avg_cost: float | None = Field(None, ge=0)
     cost_unit: str | None = None
     tips: list[str] = Field(default_factory=list)
+
+    @field_validator("content", "when_to_use", "cost_unit", "tips", mode="before")
+    @classmethod
+    def _redacted(cls, value: Any) -> Any:
+        # Every text field may end up in a record on disk.
+        return redact_data(value)[0]
 
     @field_validator("content")
     @classmethod
@@ -112,7 +124,7 @@ def _render(message: MemoryMessage) -> str:
     if message.tool_calls:
         calls = json.dumps(message.tool_calls, ensure_ascii=False, default=str)
         text = f"{text}\n(tool calls: {calls})" if text else f"(tool calls: {calls})"
-    return f"[{who}]\n{text}"
+    return f"[{who}]\n{redact(text)[0]}"
 
 
 def existing_block(records: list[MemoryRecord]) -> str:

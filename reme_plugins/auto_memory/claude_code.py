@@ -26,7 +26,7 @@ from pydantic import Field
 from reme_core.components import ComponentSettings, Step
 from reme_core.errors import NotFoundError
 from reme_plugins.auto_memory.cursor import cursor_file, read_state, write_state
-from reme_plugins.auto_memory.redact import redact
+from reme_core.redact import redact
 from reme_plugins.auto_memory.transcript import (
     AutoMemoryError,
     check_session_id,

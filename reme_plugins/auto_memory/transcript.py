@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from reme_core.errors import RemeError
+from reme_core.redact import redact
 from reme_core.workspace.hashing import content_hash
 from reme_core.workspace.tools import split_lines
-from reme_plugins.auto_memory.redact import redact
 
 if TYPE_CHECKING:
     from reme_core.runtime import Reme

@@ -161,3 +161,45 @@ def test_the_summary_is_capped(counter: TokenCounter):
 def test_bad_parameters_are_refused(counter: TokenCounter):
     with pytest.raises(ContextError):
         compact_memory(HISTORY, llm=None, counter=counter, prompts=EN, compact_ratio=0)
+
+
+KEY = "sk-proj-Abcdefghijklmnopqrstuvwxyz012345"
+SECRET_HISTORY = [
+    user(f"Deploy with OPENAI_API_KEY={KEY}, then check src/deploy.py."),
+    assistant(None, [("c1", "deploy")]),
+    tool("c1", f"AuthenticationError: invalid key {KEY} (db password=hunter2x)"),
+]
+ECHO = answer(
+    goal=f"Deploy with the key {KEY}.",
+    progress=["Tried password=hunter2x."],
+    critical_context=[KEY, "src/deploy.py"],
+)
+
+
+@pytest.mark.parametrize(
+    ("script", "source"),
+    [([ECHO], "model"), (None, "fallback"), (["not json"] * 3, "fallback")],
+    ids=["the model repeats it", "no model", "the model fails"],
+)
+def test_a_secret_in_the_messages_never_reaches_the_summary(
+    counter: TokenCounter, script: list | None, source: str
+):
+    llm = None if script is None else RecordingLlm.replaying(script)
+    result = compact_memory(
+        SECRET_HISTORY,
+        llm=llm,
+        counter=counter,
+        prompts=EN,
+        previous_summary="## Goal\nShip it.\n\n## Critical Context\n- api_key: q8w7e6r5t4",
+    )
+    assert result.source == source
+    everything = result.text + result.summary.model_dump_json()
+    for secret in (KEY, "hunter2x", "q8w7e6r5t4"):
+        assert secret not in everything
+    assert "[REDACTED:openai_key]" in result.text
+    # The verbatim items are still kept, the error line with its key masked.
+    assert "src/deploy.py" in result.summary.critical_context
+    assert any(
+        i.startswith("AuthenticationError: invalid key [REDACTED:openai_key]")
+        for i in result.summary.critical_context
+    )

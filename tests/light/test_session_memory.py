@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from reme_core.light import AgentContext, ContextError, SessionMemory
+from reme_core.runtime import Reme
+from tests.fake_llm import RecordingLlm
 from tests.light.msgs import assistant, tool, user
 
 
@@ -122,3 +124,45 @@ def test_without_a_workspace_nothing_is_written(context: AgentContext, root: Pat
     mem.mark_messages_compressed(1)
     mem.clear()
     assert dialog_lines(root) == []
+
+
+KEY = "sk-proj-Abcdefghijklmnopqrstuvwxyz012345"
+SECRETS = (KEY, "hunter2x", "q8w7e6r5t4")
+
+
+def test_secrets_never_reach_the_dialog_file_or_the_summary(reme: Reme, root: Path):
+    # The summarising model repeats the secrets: the summary is redacted all the same.
+    echo = {"goal": f"Deploy with {KEY}.", "critical_context": ["password=hunter2x"]}
+    llm = RecordingLlm.replaying([echo] * 4)
+    with AgentContext(reme, session_id="s2", llm=llm, persist_pipeline=None) as context:
+        memory = context.session_memory()
+        call = assistant(None, [("c1", "deploy")])
+        call["tool_calls"][0]["function"]["arguments"] = f'{{"key": "{KEY}"}}'
+        result_parts = [{"type": "text", "text": "Authorization: Bearer q8w7e6r5t4q8w7"}]
+        memory.add(
+            [
+                user(f"Deploy with OPENAI_API_KEY={KEY}; the db password=hunter2x, please"),
+                call,
+                {"role": "tool", "tool_call_id": "c1", "content": result_parts},
+            ]
+        )
+        for n in range(10):
+            memory.add([user(f"Turn {n}: " + "detail " * 150), assistant("reply " * 150)])
+        _, result = context.prepare(memory, max_input_length=4000, reserve=1000)
+        assert len(result.compacted) > 3 and result.compact.source == "model"
+        assert KEY in memory.messages[0]["content"]  # the memory keeps what the agent gave it
+        memory.clear()
+    lines = dialog_lines(root)
+    assert len(lines) == 23
+    text = json.dumps(lines)
+    for secret in SECRETS:
+        assert secret not in text and secret not in result.summary
+    first, call_line, result_line = (line["message"] for line in lines[:3])
+    assert first["content"] == (
+        "Deploy with OPENAI_API_KEY=[REDACTED:openai_key]; the db password=[REDACTED:secret], please"
+    )
+    assert call_line["tool_calls"][0]["function"]["arguments"] == '{"key": "[REDACTED:openai_key]"}'
+    assert result_line["content"] == [
+        {"type": "text", "text": "Authorization: Bearer [REDACTED:bearer_token]"}
+    ]
+    assert "[REDACTED:openai_key]" in result.summary

@@ -170,3 +170,46 @@ def test_messages_without_text_are_refused_before_the_model_is_called(tmp_path: 
         with pytest.raises(WorkspaceError, match="exactly one"):
             api.summarize(CHAT)
         assert reme.llm.calls == []
+
+
+KEY = "sk-proj-Abcdefghijklmnopqrstuvwxyz012345"
+SECRET_CHAT = [
+    {"role": "user", "content": f"Deploy with OPENAI_API_KEY={KEY} and db password=hunter2x."},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"function": {"name": "deploy", "arguments": f'{{"key": "{KEY}"}}'}}],
+    },
+    {"role": "tool", "name": "deploy", "content": "ok: deployed"},
+]
+
+
+def test_a_secret_in_the_conversation_never_reaches_a_record_file(tmp_path: Path):
+    # The model repeats the secrets anyway (as if from memory): its answer is redacted too.
+    answer = {
+        "memories": [
+            memory(
+                f"Deploys need the key {KEY}; password=hunter2x for the db.",
+                when_to_use=f"Deploying with {KEY}",
+                success_rate=1.0,
+                cost_unit=f"Bearer {KEY[8:]}",
+                tips=["pass api_key=q8w7e6r5t4"],
+            )
+        ]
+    }
+    with open_workspace(tmp_path / "ws", scripted(tmp_path, [answer], llm="recording")) as reme:
+        done = MemoryApi(reme).summarize(SECRET_CHAT, tool_name="deploy")
+        prompt = reme.llm.prompts("MemoryExtraction")[0]
+        assert KEY not in prompt and "hunter2x" not in prompt
+        assert "OPENAI_API_KEY=[REDACTED:openai_key] and db password=[REDACTED:secret]" in prompt
+        record = done.added[0]
+        assert record.content == (
+            "Deploys need the key [REDACTED:openai_key]; password=[REDACTED:secret] for the db."
+        )
+        assert record.when_to_use == "Deploying with [REDACTED:openai_key]"
+        assert record.metadata["tips"] == ["pass api_key=[REDACTED:secret]"]
+        assert record.metadata["cost_unit"] == "Bearer [REDACTED:bearer_token]"
+        written = [(reme.root / path).read_text("utf-8") for path in files_under(reme.root)]
+        assert len(written) == 1
+        for secret in (KEY, KEY[8:], "hunter2x", "q8w7e6r5t4"):
+            assert secret not in written[0]

@@ -1,10 +1,11 @@
-"""Secret redaction for transcripts: what is caught, what is left alone, and idempotence."""
+"""Secret redaction (``reme_core.redact``): what is caught, what is left alone, idempotence, and
+redaction inside JSON-like data."""
 
 from __future__ import annotations
 
 import pytest
 
-from reme_plugins.auto_memory.redact import redact
+from reme_core.redact import redact, redact_data
 
 CAUGHT = [
     (
@@ -78,3 +79,34 @@ def test_every_secret_in_a_text_is_counted():
     out, counts = redact(text)
     assert counts == {"openai_key": 2, "secret": 1}
     assert "abcdefghij" not in out and "p4ssw0rd" not in out
+
+
+def test_redact_data_reaches_every_string_and_keeps_the_shape():
+    message = {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "token=abcd1234efgh"}, {"type": "image", "n": 3}],
+        "tool_calls": [
+            {
+                "id": "c1",
+                "function": {
+                    "name": "deploy",
+                    "arguments": '{"key": "sk-abcdefghijklmnopqrstuvwxyz"}',
+                },
+            }
+        ],
+        "sk-abcdefghijklmnopqrstuvwxyz": None,  # keys are names, not values: kept
+        "weight": 0.5,
+    }
+    out, counts = redact_data(message)
+    assert counts == {"secret": 1, "openai_key": 1}
+    assert out["content"] == [
+        {"type": "text", "text": "token=[REDACTED:secret]"},
+        {"type": "image", "n": 3},
+    ]
+    assert out["tool_calls"][0]["function"] == {
+        "name": "deploy",
+        "arguments": '{"key": "[REDACTED:openai_key]"}',
+    }
+    assert list(out) == list(message) and out["weight"] == 0.5
+    assert message["content"][0]["text"] == "token=abcd1234efgh"  # the input is not changed
+    assert redact_data(out) == (out, {})

@@ -1,4 +1,9 @@
-"""Secret redaction: applied to every turn before it is saved or shown to a model.
+"""Secret redaction: applied to text from a conversation or a model before it is written to disk.
+
+Used on transcript turns (auto_memory, before they are saved or shown to a model), on memory
+records a model summarized (``reme_core.memory``), and on context summaries and the dialog log
+of the context API (``reme_core.light``). ``redact`` works on one text; ``redact_data`` on every
+string inside JSON-like data (a chat message), so the data keeps its shape.
 
 Each pattern replaces what it finds with ``[REDACTED:<kind>]``. Specific token formats run before
 the generic ``key=value`` rule so the marker names the most precise kind. Redaction is idempotent
@@ -11,6 +16,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 MARKER = "[REDACTED:{kind}]"
 
@@ -115,3 +121,22 @@ def redact(text: str) -> tuple[str, Counter[str]]:
 
         text = rule.pattern.sub(substitute, text)
     return text, counts
+
+
+def redact_data(value: Any) -> tuple[Any, Counter[str]]:
+    """``value`` with ``redact`` applied to every string in it (dict values, list items, at any
+    depth), and how many of each kind. Dict keys and non-string values are kept as they are."""
+    counts: Counter[str] = Counter()
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, str):
+            text, found = redact(item)
+            counts.update(found)
+            return text
+        if isinstance(item, dict):
+            return {key: walk(inner) for key, inner in item.items()}
+        if isinstance(item, list | tuple):
+            return [walk(inner) for inner in item]
+        return item
+
+    return walk(value), counts
