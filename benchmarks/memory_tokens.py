@@ -8,7 +8,10 @@ those of a run against Ollama or vLLM. Side by side, in one run:
 - ``structured``: the default; one structured call per session (more when a session exceeds the
   prompt budget);
 - ``incremental``: the same, but called after every user+assistant pair, as a Claude Code Stop
-  hook does (each call re-sends the recent turns as context and the note so far);
+  hook did before batching (each call re-sends the recent turns as context and the note so far);
+- ``batched``: called after every pair as the Stop hook does, with ``min_pending_turns``
+  (``--batch``, default 6, as ``auto_memory_cc`` ships): calls that find fewer pending turns only
+  save them; a final ``flush: true`` per session (the SessionEnd hook) summarises the rest;
 - ``agentic``: the agentic mode (the toolloop wrapper) with the cheapest possible agent: it
   writes the note in one tool call and then answers. Any real agent that looks around first
   (ls, read, search) spends more, so this is a lower bound for agent-driven memory writing.
@@ -42,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from local_model import LocalModel
 
 PEER_TOKENS_PER_INGESTED_TOKEN = 33.0
-MODES = ("structured", "incremental", "agentic")
+MODES = ("structured", "incremental", "batched", "agentic")
 
 
 def load_sessions(path: Path, limit: int) -> list[dict[str, Any]]:
@@ -92,12 +95,11 @@ def agent_policy(body: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]
     return {"thought": "", "tool": "write", "args": {"path": path, "content": content}}
 
 
-def run_mode(mode: str, sessions: list[dict[str, Any]], url: str) -> dict[str, Any]:
-    step = (
-        "{name: auto_memory, settings: {mode: agentic}}"
-        if mode == "agentic"
-        else "{name: auto_memory}"
-    )
+def run_mode(mode: str, sessions: list[dict[str, Any]], url: str, batch: int = 6) -> dict[str, Any]:
+    step = {
+        "agentic": "{name: auto_memory, settings: {mode: agentic}}",
+        "batched": f"{{name: auto_memory, settings: {{min_pending_turns: {batch}}}}}",
+    }.get(mode, "{name: auto_memory}")
     overrides = [
         "components.embedding=null",
         "components.file_store=null",
@@ -113,12 +115,15 @@ def run_mode(mode: str, sessions: list[dict[str, Any]], url: str) -> dict[str, A
         with Reme.open(root, overrides=overrides, env={}) as reme:
             for session in sessions:
                 turns = session["turns"]
-                size = 2 if mode == "incremental" else len(turns)
-                for start in range(0, len(turns), size):
-                    batch = turns[start : start + size]
+                size = 2 if mode in ("incremental", "batched") else len(turns)
+                calls = [turns[start : start + size] for start in range(0, len(turns), size)]
+                params = [{"messages": pair} for pair in calls]
+                if mode == "batched":
+                    params.append({"messages": [], "flush": True})  # the SessionEnd hook
+                for extra in params:
                     result = reme.run(
                         "auto_memory",
-                        {"session_id": session["id"], "date": session["date"], "messages": batch},
+                        {"session_id": session["id"], "date": session["date"], **extra},
                     )
                     usage = result.usage
                     totals["calls"] += usage.calls
@@ -136,6 +141,12 @@ def main() -> None:
     parser.add_argument("data", type=Path, nargs="?", default=default_data())
     parser.add_argument("--sessions", type=int, default=40)
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    parser.add_argument(
+        "--batch",
+        type=int,
+        default=6,
+        help="min_pending_turns for the batched mode (turns = messages; a pair is 2)",
+    )
     args = parser.parse_args()
     sessions = load_sessions(args.data, args.sessions)
     turns = sum(len(s["turns"]) for s in sessions)
@@ -143,7 +154,7 @@ def main() -> None:
     rows = {}
     with LocalModel(policy=agent_policy) as model:
         for mode in args.modes:
-            rows[mode] = run_mode(mode, sessions, model.url)
+            rows[mode] = run_mode(mode, sessions, model.url, args.batch)
     header = (
         f"{'mode':<12} {'notes':>5} {'calls':>6} {'calls/turn':>10} {'prompt tok':>11} "
         f"{'completion':>10} {'tokens/turn':>11} {'spent/ingested':>14} {'vs peer 33x':>11}"
@@ -164,6 +175,8 @@ def main() -> None:
             if mode != "structured":
                 ratio = (r["prompt"] + r["completion"]) / max(base_spent, 1)
                 print(f"{mode} spends {ratio:.2f}x the tokens of structured")
+    if "batched" in rows:
+        print(f"batched: min_pending_turns {args.batch}, a call per pair, a flush per session")
     print("'vs peer 33x': how many times fewer tokens per ingested token than the peer's agent")
 
 

@@ -158,7 +158,13 @@ def _pipeline_defaults() -> dict[str, PipelineConfig]:
     return {
         "search": steps("search"),
         "auto_memory": steps("auto_memory"),
-        "auto_memory_cc": steps("claude_code_transcript", "auto_memory"),
+        # A Stop hook calls after every answer: summarise about three answers per model call.
+        "auto_memory_cc": PipelineConfig(
+            steps=[
+                ComponentSelection(name="claude_code_transcript"),
+                ComponentSelection(name="auto_memory", settings={"min_pending_turns": 6}),
+            ]
+        ),
         "auto_resource": steps("auto_resource", "auto_tag"),
         "auto_tag": steps("auto_tag"),
         "dream": steps("dream_extract", "dream_integrate", "dream_finish", "auto_tag"),
@@ -170,6 +176,9 @@ class ScheduleConfig(_Strict):
 
     dream: str | None = "0 3 * * *"
     optimize: str | None = "30 3 * * *"
+    auto_memory_flush: str | None = "*/15 * * * *"
+    """Summarise sessions whose turns have waited longer than their auto_memory step's
+    ``flush_after_minutes`` (deferred by ``min_pending_turns``, or left by a failed call)."""
     catch_up: bool = True
     """At start, run a job once if its last scheduled time passed while the server was down."""
 

@@ -3,27 +3,40 @@
 from __future__ import annotations
 
 import time
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from reme_core.server.scheduler import STATE_FILE, JobResult, Scheduler
+from reme_core.server.scheduler import STATE_FILE, Clock, JobResult, Scheduler, utc_now
 
 if TYPE_CHECKING:
     from reme_core.runtime import Reme
 
+AUTO_MEMORY_STEP = "auto_memory"
+"""The step whose pipelines the ``auto_memory_flush`` job sweeps (``flush: idle``)."""
 
-def run_job(reme: Reme, name: str) -> JobResult:
-    """Run job ``name`` (``dream`` or ``optimize``) on ``reme``; errors propagate to the caller,
-    which records them."""
+
+def run_job(reme: Reme, name: str, now: datetime | None = None) -> JobResult:
+    """Run job ``name`` (``dream``, ``optimize`` or ``auto_memory_flush``) on ``reme``; errors
+    propagate to the caller, which records them. ``now``: the scheduler's clock."""
     if name == "dream":
         return _dream(reme)
     if name == "optimize":
         return _optimize(reme)
+    if name == "auto_memory_flush":
+        return _auto_memory_flush(reme, now or utc_now())
     raise ValueError(f"unknown scheduled job {name!r}")
 
 
-def scheduler_for(reme: Reme) -> Scheduler:
-    """The scheduler of one served workspace, its state in that workspace's ``.reme/``."""
-    return Scheduler(reme.settings, lambda name: run_job(reme, name), reme.state_dir / STATE_FILE)
+def scheduler_for(reme: Reme, clock: Clock = utc_now) -> Scheduler:
+    """The scheduler of one served workspace, its state in that workspace's ``.reme/``; jobs
+    see the scheduler's clock (``auto_memory_flush`` measures idle time on it)."""
+    scheduler = Scheduler(
+        reme.settings,
+        lambda name: run_job(reme, name, now=scheduler.clock()),
+        reme.state_dir / STATE_FILE,
+        clock=clock,
+    )
+    return scheduler
 
 
 def _dream(reme: Reme) -> JobResult:
@@ -66,6 +79,42 @@ def _optimize(reme: Reme) -> JobResult:
         vectors = reme.vectors.status()
         details["vectors"] = vectors.get("state")
         summary += f"; vectors {vectors.get('state')}"
+    return JobResult(summary=summary, details=details)
+
+
+def _auto_memory_flush(reme: Reme, now: datetime) -> JobResult:
+    """Sweep each pipeline with an auto_memory step: sessions whose pending turns are older than
+    its ``flush_after_minutes`` are summarised; fresher ones keep waiting for more turns."""
+    pipelines = [
+        name
+        for name, config in reme.settings.pipelines.items()
+        if any(step.name == AUTO_MEMORY_STEP for step in config.steps)
+    ]
+    details: dict[str, Any] = {
+        "pipelines": pipelines,
+        "flushed": [],
+        "failed": [],
+        "waiting": 0,
+        "history": [],
+        "calls": 0,
+        "tokens": 0,
+    }
+    for name in pipelines:
+        result = reme.run(name, {"flush": "idle", "now": now.isoformat()})
+        out = result.outputs
+        details["flushed"] += [f.get("session_id") for f in out.get("flushed") or []]
+        details["failed"] += list(out.get("failed") or [])
+        details["waiting"] += _count(out.get("waiting"))
+        if result.history:
+            details["history"].append(result.history)
+        details["calls"] += result.usage.calls
+        details["tokens"] += result.usage.prompt_tokens + result.usage.completion_tokens
+    summary = (
+        f"{len(details['flushed'])} session(s) flushed, {len(details['failed'])} failed, "
+        f"{details['waiting']} still waiting"
+    )
+    if details["calls"]:
+        summary += f"; {details['calls']} model call(s), {details['tokens']} tokens"
     return JobResult(summary=summary, details=details)
 
 

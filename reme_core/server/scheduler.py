@@ -1,4 +1,5 @@
-"""Runs the nightly jobs (dream, index optimise) on cron expressions in the configured time zone.
+"""Runs the scheduled jobs (dream, index optimise, auto_memory flush) on cron expressions in the
+configured time zone.
 
 One background thread sleeps until the next due job, runs it, and records the outcome in
 ``.reme/scheduler.json`` (written atomically, so ``reme status`` can read it while a server runs).
@@ -34,7 +35,7 @@ from reme_core.errors import ConfigError, RemeError
 from reme_core.settings import Settings
 from reme_core.workspace.tools import atomic_write
 
-JOBS = ("dream", "optimize")
+JOBS = ("dream", "optimize", "auto_memory_flush")
 STATE_FILE = "scheduler.json"
 MAX_WAIT_SECONDS = 60.0
 """The thread re-reads the clock at least this often: its wait runs on a monotonic clock, so after

@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -224,6 +225,16 @@ def _mcp(registry: WorkspaceRegistry, echo: Callable[[str], None]) -> tuple[Any,
     return app, lifespan
 
 
+def _job_serial_keys(job_name: str) -> list[str]:
+    """The serial locks a scheduled job holds: its own, and for the idle flush those of the
+    pipelines it runs (an API run of the same pipeline would otherwise overlap it, and each
+    run's reported usage would count the other's model calls). Always taken in this order;
+    an API call holds one lock only, so no cycle can form."""
+    if job_name == "auto_memory_flush":
+        return [job_name, "auto_memory", "auto_memory_cc"]
+    return [job_name]
+
+
 def _schedulers(registry: WorkspaceRegistry, echo: Callable[[str], None]) -> list[Any]:
     """One scheduler per workspace; its jobs run through the registry, so shutdown waits for a
     job in progress and ``/status`` lists its runs."""
@@ -239,7 +250,10 @@ def _schedulers(registry: WorkspaceRegistry, echo: Callable[[str], None]) -> lis
         def job(job_name: str, name: str = name) -> Any:
             started = time.time()
             try:
-                with registry.serial(name, job_name), registry.use(name) as reme:
+                with ExitStack() as held:
+                    for key in _job_serial_keys(job_name):
+                        held.enter_context(registry.serial(name, key))
+                    reme = held.enter_context(registry.use(name))
                     result = run_job(reme, job_name)
             except Exception as exc:
                 registry.record_run(name, f"scheduled {job_name}", started, exc)

@@ -203,12 +203,17 @@ class AutoMemoryInput(Input):
     messages: list[dict[str, Any]] = Field(default_factory=list)
     date: str | None = None
     hint: str | None = None
+    flush: bool | None = None
+    """Summarise the session's pending turns now, however few (the step's min_pending_turns
+    otherwise lets a call only save them)."""
 
 
 class AutoMemoryCcInput(Input):
     session_id: str = Field(min_length=1)
     date: str | None = None
     hint: str | None = None
+    flush: bool | None = None
+    """As for auto_memory: a Claude Code SessionEnd hook sends true."""
 
 
 class AutoResourceInput(Input):

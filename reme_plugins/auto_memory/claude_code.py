@@ -10,6 +10,7 @@ echoes, local command output) are dropped. The Claude Code ``uuid`` becomes the 
 Reading is incremental and at-least-once. The byte cursor advances only over lines whose turns
 are already in ``sessions/<id>.jsonl``, so lines this run reads are confirmed (and skipped) by
 the next run once auto_memory has saved them; a run that fails before saving loses nothing.
+With ``flush: idle`` (a sweep of saved sessions, no session id) the step does nothing.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from pydantic import Field
 
 from reme_core.components import ComponentSettings, Step
 from reme_core.errors import NotFoundError
-from reme_plugins.auto_memory.cursor import cursor_file, read_state, write_state
 from reme_core.redact import redact
+from reme_plugins.auto_memory.cursor import cursor_file, read_state, write_state
+from reme_plugins.auto_memory.request import FLUSH_IDLE, flush_param
 from reme_plugins.auto_memory.transcript import (
     AutoMemoryError,
     check_session_id,
@@ -132,6 +134,8 @@ class ClaudeCodeTranscriptStep(Step):
 
     def run(self, run: Any, state: dict[str, Any]) -> dict[str, Any]:
         reme = run.reme
+        if flush_param(state.get("flush")) == FLUSH_IDLE:
+            return {}  # a sweep of saved sessions: auto_memory reads no Claude Code file
         session_id = check_session_id(state.get("session_id"))
         path = find_session_file(claude_dir(self.settings.claude_dir), session_id)
         store = cursor_file(reme.state_dir, "claude_code", session_id)

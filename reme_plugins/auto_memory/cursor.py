@@ -3,15 +3,20 @@
 ``line`` is the last transcript line a note (or a trivial verdict) accounts for; it advances only
 after the note is written, so a failed model call leaves its turns pending for the next call.
 ``unsummarised`` remembers which lines each verbatim-excerpt note holds, so a later call with a
-model can summarise them. Written atomically; losing it only means turns are processed again.
+model can summarise them. ``pending_since`` is set while turns wait past ``line`` (deferred
+until enough are pending, or left by a failed call): the time of the oldest one, so the
+``auto_memory_flush`` job finds idle sessions without reading their transcripts. Written
+atomically; losing it only means turns are processed again.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from reme_core.workspace.tools import atomic_write
 from reme_plugins.auto_memory.transcript import AutoMemoryError
@@ -21,6 +26,18 @@ class SessionCursor(BaseModel):
     line: int = Field(0, ge=0)
     unsummarised: dict[str, list[int]] = Field(default_factory=dict)
     """Note path -> transcript lines it holds only as a verbatim excerpt."""
+    pending_since: dt.datetime | None = None
+    """When the oldest turn after ``line`` was said; None when none is pending."""
+    pipeline: str | None = None
+    """The pipeline that left turns pending: the idle flush runs the session through it."""
+    hint: str | None = None
+    """The hint of the call that left them (the call that summarises them may have none)."""
+
+    @field_validator("pending_since")
+    @classmethod
+    def _aware(cls, value: dt.datetime | None) -> dt.datetime | None:
+        # A hand-edited time without an offset is read as UTC, so times always compare.
+        return value.replace(tzinfo=dt.UTC) if value and value.tzinfo is None else value
 
     def mark_unsummarised(self, path: str, lines: list[int]) -> None:
         self.unsummarised[path] = sorted(set(self.unsummarised.get(path, [])) | set(lines))
@@ -52,7 +69,22 @@ def load_cursor(state_dir: Path, session_id: str) -> SessionCursor:
 
 
 def save_cursor(state_dir: Path, session_id: str, cursor: SessionCursor) -> None:
-    write_state(cursor_file(state_dir, "sessions", session_id), cursor.model_dump())
+    write_state(cursor_file(state_dir, "sessions", session_id), cursor.model_dump(mode="json"))
+
+
+def pending_sessions(state_dir: Path) -> Iterator[tuple[str, SessionCursor]]:
+    """Sessions whose cursor records pending turns, oldest first; unreadable cursors are skipped
+    (the session's own next call reports them)."""
+    found: list[tuple[dt.datetime, str, SessionCursor]] = []
+    for path in (state_dir / "auto_memory" / "sessions").glob("*.json"):
+        try:
+            cursor = load_cursor(state_dir, path.stem)
+        except AutoMemoryError:
+            continue
+        if cursor.pending_since is not None:
+            found.append((cursor.pending_since, path.stem, cursor))
+    for _, session_id, cursor in sorted(found, key=lambda item: (item[0], item[1])):
+        yield session_id, cursor
 
 
 def read_state(path: Path) -> dict | None:

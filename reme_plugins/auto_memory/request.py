@@ -17,6 +17,7 @@ from reme_plugins.auto_memory.transcript import (
     Message,
     check_session_id,
     parse_messages,
+    parse_timestamp,
 )
 
 
@@ -39,6 +40,16 @@ class AutoMemorySettings(ComponentSettings):
     agent_max_turns: int = Field(12, ge=1, le=200)
     lock_timeout: float = Field(300.0, gt=0)
     """Seconds to wait for another run on the same session."""
+    min_pending_turns: int = Field(1, ge=1, le=1000)
+    """With a model: summarise once this many turns (messages) are pending; fewer are saved to
+    the transcript and wait, so one model call covers several calls' turns (a Claude Code Stop
+    hook adds about two per answer). 1 = summarise on every call."""
+    flush_after_minutes: float = Field(30.0, gt=0, le=7 * 24 * 60)
+    """...unless the oldest pending turn is older than this: then they are summarised anyway,
+    by the next call or by the scheduled ``auto_memory_flush`` job."""
+
+
+FLUSH_IDLE = "idle"
 
 
 @dataclass(frozen=True)
@@ -48,6 +59,10 @@ class AutoMemoryRequest:
     date: dt.date | None
     hint: str | None
     redacted: Counter[str]
+    flush: bool = False
+    """Summarise the pending turns now, however few and however recent."""
+    now: dt.datetime | None = None
+    """The time the age of pending turns is measured against; None = the current time."""
 
     @classmethod
     def from_state(cls, state: dict[str, Any], tz: dt.tzinfo) -> AutoMemoryRequest:
@@ -67,7 +82,31 @@ class AutoMemoryRequest:
                 raise AutoMemoryError(f"`hint` is longer than {MAX_HINT_CHARS} characters")
             hint, found = redact(hint.strip())
             redacted.update(found)
-        return cls(session_id, messages, _date(state.get("date")), hint or None, redacted)
+        return cls(
+            session_id,
+            messages,
+            _date(state.get("date")),
+            hint or None,
+            redacted,
+            flush=flush_param(state.get("flush")) is True,
+            now=now_param(state.get("now"), tz),
+        )
+
+
+def flush_param(value: Any) -> bool | str:
+    """``flush``: true (this session now), false/absent, or ``idle`` (every session whose oldest
+    pending turn is older than ``flush_after_minutes``)."""
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false", FLUSH_IDLE):
+        word = value.strip().lower()
+        return FLUSH_IDLE if word == FLUSH_IDLE else word == "true"
+    raise AutoMemoryError(f"`flush` must be true, false or idle, not {str(value)[:40]!r}")
+
+
+def now_param(value: Any, tz: dt.tzinfo) -> dt.datetime | None:
+    """``now``: the reference time for ``flush_after_minutes`` (the scheduler passes its clock)."""
+    return parse_timestamp(value, tz, "now")
 
 
 def _date(value: Any) -> dt.date | None:

@@ -4,7 +4,10 @@ Order of work, chosen so that nothing is lost when something fails:
 
 1. merge the (redacted) messages into ``sessions/<id>.jsonl`` and save it;
 2. with a model, summarise the notes that earlier calls could only write as verbatim excerpts;
-3. turn the pending lines (after the cursor) into notes, one day at a time and in batches that
+3. with a model, defer: while fewer than ``min_pending_turns`` turns are pending and the oldest
+   is younger than ``flush_after_minutes`` (and the call does not ask to flush), stop here; the
+   turns wait in the transcript for a later call, which summarises them all in one batch;
+4. turn the pending lines (after the cursor) into notes, one day at a time and in batches that
    fit the prompt budget; the cursor moves past a batch only once its note is written.
 
 A model failure raises; the transcript is already saved and the cursor still points before the
@@ -40,7 +43,7 @@ from reme_plugins.auto_memory.transcript import (
 if TYPE_CHECKING:
     from reme_core.pipelines.run import PipelineRun
 
-STATUS_ORDER = ("written", "updated", "unsummarised", "trivial", "unchanged")
+STATUS_ORDER = ("written", "updated", "unsummarised", "trivial", "deferred", "unchanged")
 MAX_NAME_CHARS = 200
 MAX_DESCRIPTION_CHARS = 600
 
@@ -72,15 +75,8 @@ class SessionWriter:
         self.source = transcript_path(self.sid)
         self.tz = self.reme.settings.tzinfo()
         self.labels = Labels.from_prompts(self.prompts)
-        self.builder = PromptBuilder(
-            self.prompts,
-            self.labels,
-            self.settings,
-            self.tz,
-            self.sid,
-            self.source,
-            self.request.hint,
-        )
+        self.now = self.request.now or dt.datetime.now(dt.UTC)
+        self.hint = self.request.hint
         # Both modes need the pipeline's model (the agent wrapper runs on it); without one the
         # turns are kept as verbatim excerpts, to be summarised once a model is configured.
         self.uses_model = self.run.llm is not None
@@ -96,17 +92,46 @@ class SessionWriter:
         cursor = load_cursor(self.reme.state_dir, self.sid)
         # A transcript shortened by hand cannot keep lines the cursor counted.
         cursor.line = min(cursor.line, transcript.line_count)
+        # A deferred call's hint (Claude Code's project folder) serves the call that summarises.
+        self.hint = self.hint or cursor.hint
+        self.builder = PromptBuilder(
+            self.prompts, self.labels, self.settings, self.tz, self.sid, self.source, self.hint
+        )
         if self.uses_model:
             for path in list(cursor.unsummarised):
                 self._summarise(transcript, cursor, path)
         pending = [e for e in transcript.entries if e.line > cursor.line]
+        if pending:
+            # Recorded before any model call, so turns a failed call leaves are flushed later
+            # by the idle job too, not only by the session's next call.
+            self._mark_pending(cursor, pending)
+            if self._defer(pending, cursor):
+                return self._result(len(added), pending=len(pending))
         for date, entries in self._days(transcript, pending):
             while entries:
                 entries = self._next_batch(transcript, cursor, date, entries)
-        if cursor.line < transcript.line_count:
+        if cursor.line < transcript.line_count or cursor.pending_since is not None:
             cursor.line = transcript.line_count  # trailing lines that are not messages
+            cursor.pending_since = cursor.pipeline = cursor.hint = None
             save_cursor(self.reme.state_dir, self.sid, cursor)
         return self._result(len(added))
+
+    def _mark_pending(self, cursor: SessionCursor, pending: list[Entry]) -> None:
+        since = min((e.when for e in pending if e.when is not None), default=self.now)
+        marked = (since, self.run.name, self.hint)
+        if (cursor.pending_since, cursor.pipeline, cursor.hint) != marked:
+            cursor.pending_since, cursor.pipeline, cursor.hint = marked
+            save_cursor(self.reme.state_dir, self.sid, cursor)
+
+    def _defer(self, pending: list[Entry], cursor: SessionCursor) -> bool:
+        """Whether the pending turns wait for more (only a model call is worth batching)."""
+        if self.request.flush or not self.uses_model:
+            return False
+        if len(pending) >= self.settings.min_pending_turns:
+            return False
+        assert cursor.pending_since is not None
+        age = self.now - cursor.pending_since
+        return age < dt.timedelta(minutes=self.settings.flush_after_minutes)
 
     def _next_batch(
         self, transcript: Transcript, cursor: SessionCursor, date: dt.date, entries: list[Entry]
@@ -449,8 +474,9 @@ class SessionWriter:
             f"stay pending for the next call: {exc}"
         )
 
-    def _result(self, added: int) -> dict[str, Any]:
-        statuses = [o.status for o in self.outcomes] or ["unchanged"]
+    def _result(self, added: int, pending: int = 0) -> dict[str, Any]:
+        """``pending``: turns left waiting by a deferred call (0 otherwise)."""
+        statuses = [o.status for o in self.outcomes] or ["deferred" if pending else "unchanged"]
         status = next(s for s in STATUS_ORDER if s in statuses)
         notes_written = [o for o in self.outcomes if o.path]
         return {
@@ -464,6 +490,8 @@ class SessionWriter:
             "changed": list(self.changed),
             "redacted": dict(self.request.redacted),
             "warnings": list(self.warnings),
+            "deferred": bool(pending),
+            "pending": pending,
         }
 
 

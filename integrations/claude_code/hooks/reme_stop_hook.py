@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""Claude Code Stop hook: ask a running ``reme serve`` to save this session into its daily note.
+"""Claude Code Stop and SessionEnd hook: ask a running ``reme serve`` to save this session.
 
-Claude Code runs this after every answer with a JSON object on stdin (``session_id``,
-``transcript_path``, ``cwd``, ``hook_event_name``). The hook must never slow down or break the
-agent, so it only reads stdin, starts a detached copy of itself that makes the call, and exits 0
-within milliseconds, whatever happens. The detached copy POSTs ``auto_memory_cc
-{"session_id": ...}``; the server reads the transcript by session id (incrementally) and writes
-``sessions/<id>.jsonl`` and the note under ``daily/<date>/``. Failures go to a log file, never to
-the agent.
+Claude Code runs this after every answer (``Stop``) and when a session ends (``SessionEnd``), with
+a JSON object on stdin (``session_id``, ``transcript_path``, ``cwd``, ``hook_event_name``). The
+hook must never slow down or break the agent, so it only reads stdin, starts a detached copy of
+itself that makes the call, and exits 0 within milliseconds, whatever happens. The detached copy
+POSTs ``auto_memory_cc {"session_id": ...}``; the server reads the transcript by session id
+(incrementally) and saves the new turns to ``sessions/<id>.jsonl`` at once, but summarises them
+into the note under ``daily/<date>/`` only once enough are pending (``min_pending_turns``), so one
+model call covers several answers. At ``SessionEnd`` the call adds ``"flush": true``: whatever is
+still pending is summarised then. Failures go to a log file, never to the agent.
 
 Only the Python standard library is used: Claude Code's environment need not have reme installed.
 
@@ -39,6 +41,9 @@ DEFAULT_URL = "http://127.0.0.1:2333"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 OPERATION = "auto_memory_cc"
 SEND_FLAG = "--send"
+FLUSH_FLAG = "--flush"
+FLUSH_EVENTS = ("SessionEnd",)
+"""Hook events after which the session's pending turns are summarised at once."""
 STDIN_WAIT_S = 0.5
 """Claude Code writes stdin at once and closes it; never wait longer for a stray pipe."""
 STDIN_LIMIT = 1 << 20
@@ -78,18 +83,27 @@ def read_stdin() -> bytes:
     return b"".join(chunks)
 
 
-def session_id_from(raw: bytes) -> str | None:
+def hook_input(raw: bytes) -> dict:
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
-        return None
-    value = data.get("session_id") if isinstance(data, dict) else None
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def session_id_from(raw: bytes) -> str | None:
+    value = hook_input(raw).get("session_id")
     if isinstance(value, str) and SESSION_ID.fullmatch(value) and ".." not in value:
         return value
     return None
 
 
-def detach(session_id: str) -> None:
+def flush_from(raw: bytes) -> bool:
+    """Whether this event ends the session (its pending turns are summarised now)."""
+    return hook_input(raw).get("hook_event_name") in FLUSH_EVENTS
+
+
+def detach(session_id: str, flush: bool = False) -> None:
     """Start ``--send`` in its own session with no stdio: Claude Code waits for the hook's
     stdout to close, so an inherited pipe would make it wait for the whole call."""
     options: dict = {
@@ -102,7 +116,8 @@ def detach(session_id: str) -> None:
         options["start_new_session"] = True  # not killed with Claude Code's process group
     else:
         options["creationflags"] = 0x00000008 | 0x00000200  # DETACHED | NEW_PROCESS_GROUP
-    subprocess.Popen([sys.executable, os.path.abspath(__file__), SEND_FLAG, session_id], **options)
+    command = [sys.executable, os.path.abspath(__file__), SEND_FLAG, session_id]
+    subprocess.Popen([*command, FLUSH_FLAG] if flush else command, **options)
 
 
 def hook() -> None:
@@ -116,7 +131,7 @@ def hook() -> None:
         log(f"no usable session_id in the hook input: {raw[:200]!r}")
         return
     try:
-        detach(session_id)
+        detach(session_id, flush_from(raw))
     except Exception as exc:
         log(f"{session_id}: cannot start the background call: {exc!r}")
 
@@ -156,14 +171,17 @@ def opener_for(url: str) -> urllib.request.OpenerDirector:
     return urllib.request.build_opener()
 
 
-def send(session_id: str) -> None:
+def send(session_id: str, flush: bool = False) -> None:
     url, token, workspace = server_target()
     headers = {"Content-Type": "application/json"}
     if token:
         headers["Authorization"] = f"Bearer {token}"
     if workspace:
         headers["X-Reme-Workspace"] = workspace
-    body = json.dumps({"session_id": session_id}).encode("utf-8")
+    payload: dict = {"session_id": session_id}
+    if flush:
+        payload["flush"] = True
+    body = json.dumps(payload).encode("utf-8")
     request = urllib.request.Request(
         f"{url}/api/v1/{OPERATION}", data=body, headers=headers, method="POST"
     )
@@ -178,9 +196,12 @@ def send(session_id: str) -> None:
         log(f"{session_id}: cannot call {url}: {exc}")
         return
     outputs = result.get("outputs") if isinstance(result, dict) else None
-    status = outputs.get("status") if isinstance(outputs, dict) else None
-    note = outputs.get("note") if isinstance(outputs, dict) else None
-    log(f"{session_id}: {status or 'done'}" + (f" {note}" if note else ""))
+    outputs = outputs if isinstance(outputs, dict) else {}
+    status, note, pending = outputs.get("status"), outputs.get("note"), outputs.get("pending")
+    line = f"{session_id}: {status or 'done'}" + (f" {note}" if note else "")
+    if status == "deferred" and isinstance(pending, int):
+        line += f" ({pending} turn(s) saved, waiting to be summarised)"
+    log(line)
 
 
 # -- logging ---------------------------------------------------------------------------------
@@ -202,14 +223,14 @@ def log(message: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) == 2 and argv[0] == SEND_FLAG:
+    if len(argv) in (2, 3) and argv[0] == SEND_FLAG and argv[2:] in ([], [FLUSH_FLAG]):
         try:
-            send(argv[1])
+            send(argv[1], flush=argv[2:] == [FLUSH_FLAG])
         except Exception as exc:  # the last guard: whatever went wrong ends up in the log
             log(f"{argv[1]}: unexpected error: {exc!r}")
         return 0
     hook()
-    return 0  # always: a Stop hook that fails or blocks would get in the agent's way
+    return 0  # always: a hook that fails or blocks would get in the agent's way
 
 
 if __name__ == "__main__":
