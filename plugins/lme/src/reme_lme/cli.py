@@ -9,6 +9,9 @@ import click
 from reme_core.bench import current_command, named_configs, side_by_side
 from reme_lme.runner import CONFIG_DIR, headline, run_benchmark
 
+COMPARE_CONFIGS = ("bm25", "search_v2", "default", "hybrid", "hybrid_v2")
+"""BM25 only, search_v2 on it, the shipped search, hybrid at weight 0.7, search_v2 on hybrid."""
+
 DATA = click.argument("data", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 
 
@@ -123,8 +126,9 @@ def run_command(data: Path, config: str | None, out: Path | None, **options: obj
 @click.option(
     "--configs",
     "configs",
-    required=True,
-    help="Named configs or files, comma-separated: bm25,hybrid,search_v2.",
+    default=",".join(COMPARE_CONFIGS),
+    show_default=True,
+    help="Named configs or files, comma-separated, run one after the other on the same questions.",
 )
 @click.option(
     "--out",
