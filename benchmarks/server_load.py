@@ -1,7 +1,15 @@
 """Server load: concurrent searchers and writers against ``reme serve`` on loopback.
 
 Run with ``python benchmarks/server_load.py`` (``--notes 200 --searchers 4 --writers 2
---seconds 10``; ``--vectors`` for the default hybrid search instead of keyword only). Not in CI.
+--seconds 10``; ``--vectors`` for the default hybrid search instead of keyword only;
+``--embed-ms 100`` for hybrid search whose embedding is a remote API answering in 100 ms). Not in
+CI.
+
+``--embed-ms`` starts an OpenAI-compatible ``/v1/embeddings`` endpoint on loopback in this process
+that waits that long, then answers with feature-hash vectors (the ``hash`` fake's), and points
+the ``openai`` embedding at it, with the exact ``local`` vector store. Each write then spends
+that long embedding and each search that long embedding its query, with no model on the local
+CPU: the figures show what writers make searchers wait for, not what they compete with them for.
 
 A synthetic workspace (``synthetic.py``) is searched with its planted questions in three phases
 of ``--seconds`` each, so every figure has a baseline from the same run on the same machine:
@@ -30,6 +38,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -162,9 +171,57 @@ def run_threads(
 # -- the server ----------------------------------------------------------------------------------
 
 
-def server_env(vectors: bool) -> dict[str, str]:
+class SlowEmbeddings:
+    """An OpenAI-compatible embeddings endpoint on loopback answering after ``delay_s``."""
+
+    def __init__(self, delay_s: float):
+        from reme_plugins.embedding_hash import HashEmbedding
+
+        fake = HashEmbedding()
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+                time.sleep(delay_s)  # the network and the remote model
+                rows = fake.embed_passages(inputs)
+                data = [{"index": i, "embedding": row.tolist()} for i, row in enumerate(rows)]
+                reply = json.dumps({"data": data, "model": body.get("model")}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def server_env(args: argparse.Namespace, endpoint: SlowEmbeddings | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("REME_")}
-    if not vectors:
+    if endpoint is not None:
+        env.update(
+            {
+                "REME_COMPONENTS__EMBEDDING__NAME": "openai",
+                "REME_COMPONENTS__EMBEDDING__SETTINGS__MODEL": "slow-hash",
+                "REME_COMPONENTS__EMBEDDING__SETTINGS__BASE_URL": endpoint.url,
+                "REME_COMPONENTS__FILE_STORE__NAME": "local",
+            }
+        )
+    elif not args.vectors:
         env.update(KEYWORD_ONLY)
     return env
 
@@ -209,10 +266,11 @@ def stop_server(proc: subprocess.Popen) -> None:
 # -- the phases ----------------------------------------------------------------------------------
 
 
-def in_process_phase(root: Path, args: argparse.Namespace, queries: list[str]) -> Phase:
+def in_process_phase(
+    root: Path, args: argparse.Namespace, queries: list[str], env: dict[str, str]
+) -> Phase:
     from reme_core.runtime import Reme
 
-    env = server_env(args.vectors)
     reme = Reme.open(root, env=env)
     try:
         reme.index()
@@ -224,9 +282,9 @@ def in_process_phase(root: Path, args: argparse.Namespace, queries: list[str]) -
 
 
 def http_phases(
-    root: Path, args: argparse.Namespace, queries: list[str], work: Path
+    root: Path, args: argparse.Namespace, queries: list[str], work: Path, env: dict[str, str]
 ) -> tuple[list[Phase], list[Written], dict[str, int]]:
-    proc, url, token = start_server(root, server_env(args.vectors), work / "server.log")
+    proc, url, token = start_server(root, env, work / "server.log")
     clients: list[RemeClient] = []
 
     def client() -> RemeClient:
@@ -312,10 +370,12 @@ def ratio(a: float, b: float) -> str:
 
 
 def report(phases: list[Phase], lost: dict[str, int], args: argparse.Namespace) -> None:
+    search = "hybrid" if args.vectors else "keyword"
+    if args.embed_ms is not None:
+        search = f"hybrid, remote embedding {args.embed_ms:g} ms"
     print(
         f"notes={args.notes} searchers={args.searchers} writers={args.writers} "
-        f"seconds={args.seconds:g} limit={args.limit} "
-        f"search={'hybrid' if args.vectors else 'keyword'} cpus={os.cpu_count()}"
+        f"seconds={args.seconds:g} limit={args.limit} search={search} cpus={os.cpu_count()}"
     )
     print(
         f"{'phase':<28} {'searches/s':>10} {'p50 ms':>8} {'p95 ms':>8} {'writes/s':>9} "
@@ -354,24 +414,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=10, help="hits per search")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--vectors", action="store_true", help="hybrid search (default config)")
+    parser.add_argument(
+        "--embed-ms",
+        type=float,
+        default=None,
+        help="hybrid search with a remote-style embedding answering in this many ms",
+    )
     parser.add_argument("--json", action="store_true", help="also print the figures as JSON")
     args = parser.parse_args(argv)
     if args.searchers < 1 or args.writers < 0:
         parser.error("needs at least one searcher")
+    if args.embed_ms is not None and args.embed_ms < 0:
+        parser.error("--embed-ms must be 0 or more")
 
     work = Path(tempfile.mkdtemp(prefix="reme-load-"))
+    endpoint = SlowEmbeddings(args.embed_ms / 1000) if args.embed_ms is not None else None
     try:
         root = work / "ws"
         facts = generate_workspace(root, args.notes, seed=args.seed)
         queries = [f.query for f in facts]
-        baseline = in_process_phase(root, args, queries)
-        phases, _, lost = http_phases(root, args, queries, work)
+        env = server_env(args, endpoint)
+        baseline = in_process_phase(root, args, queries, env)
+        phases, _, lost = http_phases(root, args, queries, work, env)
         phases = [baseline, *phases]
         report(phases, lost, args)
         if args.json:
             print(json.dumps({"phases": [p.row() for p in phases], "writes": lost}))
         return 1 if lost["lost"] else 0
     finally:
+        if endpoint is not None:
+            endpoint.close()
         shutil.rmtree(work, ignore_errors=True)
 
 

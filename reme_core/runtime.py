@@ -154,10 +154,10 @@ class Reme:
 
     def optimize(self) -> None:
         """Fold incremental index state into the main structures; build the vector index."""
-        self.indexer.optimize()
-        if self.vectors is not None and self.vectors.available:
-            with self.indexer.lock:
-                self.vectors.store.optimize()
+        with self.indexer.writers:  # no write lands while the structures are rebuilt
+            self.indexer.optimize()
+            if self.vectors is not None:
+                self.vectors.optimize()
 
     def search(
         self,
@@ -168,7 +168,7 @@ class Reme:
         filters: SearchFilters | None = None,
         expand: bool | None = None,
     ) -> SearchResponse:
-        with self.indexer.lock:
+        with self.indexer.lock.read():  # many searches at once; never a half-applied write
             return self.searcher.search(
                 query, limit=limit, min_score=min_score, filters=filters, expand=expand
             )
@@ -203,7 +203,7 @@ class Reme:
 
     def revert(self, run: str) -> list[str]:
         """Undo one recorded pipeline run (a new history commit) and reindex what it touched."""
-        with self.indexer.lock:
+        with self.indexer.writers:  # no other write between the revert and its indexing
             files = self.history.revert(run)
             self.indexer.update(files)
         return files
@@ -226,17 +226,21 @@ class Reme:
         """Links written in ``path`` (resolved or not) and resolved links from other notes to it."""
         if self.graph is None:
             raise ConfigError("components.graph is null: link tracking is off")
-        with self.indexer.lock:
+        with self.indexer.lock.read():
             return {"outbound": self.graph.outbound(path), "inbound": self.graph.inbound(path)}
 
     def unresolved_links(self) -> list[Link]:
         """Every wikilink whose target is missing or ambiguous."""
         if self.graph is None:
             raise ConfigError("components.graph is null: link tracking is off")
-        with self.indexer.lock:
+        with self.indexer.lock.read():
             return self.graph.unresolved()
 
     def status(self) -> dict[str, Any]:
+        with self.indexer.lock.read():  # counts from one state of the index
+            return self._status()
+
+    def _status(self) -> dict[str, Any]:
         counts = self.catalog.counts()
         return {
             "workspace": str(self.root),
@@ -255,7 +259,7 @@ class Reme:
         if self.vectors is not None:
             self.vectors.close()  # stops a background pass first; pending work resumes next time
             self.embedding_cache.close()
-        with self.indexer.lock:
+        with self.indexer.writers, self.indexer.lock.write():
             self.keyword.flush()
             for component in (
                 self.keyword,
@@ -323,5 +327,5 @@ class Reme:
         self.indexer.update(changed, removed)
 
     def _inbound_sources(self, path: str) -> list[str]:
-        with self.indexer.lock:
+        with self.indexer.lock.read():
             return sorted({link.source for link in self.graph.inbound(path)})

@@ -2,6 +2,10 @@
 
 The catalog is the indexer's memory of what it has seen: a file whose content hash matches its row
 is skipped. It also answers filter queries (status, dates, paths) for the search arms.
+
+Writes go through one connection, one at a time. Reads borrow a connection of their own from a
+small pool, so concurrent searches query in parallel (WAL readers never block each other or the
+writer) and each read sees only committed transactions: a ``put`` whole or not at all.
 """
 
 from __future__ import annotations
@@ -10,13 +14,17 @@ import datetime as dt
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from reme_core.schema import Chunk, NoteSummary
 from reme_core.workspace.paths import path_matches
 
 SCHEMA_VERSION = 1
+CHANGE_LOG = 1024
+"""Changes remembered for ``changed_since``: callers more changes behind recompute from scratch."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -65,49 +73,65 @@ class Catalog:
         )
         self.generation = 0
         """Bumped on every change, so callers can cache answers derived from the catalog."""
+        self._changes: deque[tuple[int, str]] = deque(maxlen=CHANGE_LOG)
+        self._changes_floor = 0  # changed_since(g) is known for every g from here on
+        self._pool_lock = threading.Lock()
+        self._idle: list[sqlite3.Connection] = []  # read connections not in use
+        self._readers: list[sqlite3.Connection] = []  # every read connection, to close them
+        self._closed = False
 
     def close(self) -> None:
-        with self._lock:
+        with self._lock, self._pool_lock:
+            self._closed = True
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+            self._idle.clear()
             self._db.close()
 
     # -- writes ------------------------------------------------------------------------------
 
     def put(self, note: NoteSummary, chunks: Sequence[Chunk]) -> None:
         """Replace the row of ``note.path`` and all its chunks, in one transaction."""
-        with self._lock, self._tx():
-            self._db.execute("DELETE FROM chunks WHERE path = ?", (note.path,))
-            self._db.execute(
-                "INSERT OR REPLACE INTO notes(path, content_hash, size, name, description, status,"
-                " date, tags, frontmatter) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    note.path,
-                    note.content_hash,
-                    note.size,
-                    note.name,
-                    note.description,
-                    note.status,
-                    note.date.isoformat() if note.date else None,
-                    json.dumps(note.tags),
-                    json.dumps(note.frontmatter, default=str),
-                ),
-            )
-            self._db.executemany(
-                "INSERT INTO chunks(id, path, ordinal, start_line, end_line, heading, text)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (c.id, c.path, c.ordinal, c.start_line, c.end_line, c.heading, c.text)
-                    for c in chunks
-                ],
-            )
-            self._db.execute("DELETE FROM problems WHERE path = ?", (note.path,))
-            self.generation += 1
+        with self._lock:
+            with self._tx():
+                self._put(note, chunks)
+            self._changed(note.path)
+
+    def _put(self, note: NoteSummary, chunks: Sequence[Chunk]) -> None:
+        self._db.execute("DELETE FROM chunks WHERE path = ?", (note.path,))
+        self._db.execute(
+            "INSERT OR REPLACE INTO notes(path, content_hash, size, name, description, status,"
+            " date, tags, frontmatter) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                note.path,
+                note.content_hash,
+                note.size,
+                note.name,
+                note.description,
+                note.status,
+                note.date.isoformat() if note.date else None,
+                json.dumps(note.tags),
+                json.dumps(note.frontmatter, default=str),
+            ),
+        )
+        self._db.executemany(
+            "INSERT INTO chunks(id, path, ordinal, start_line, end_line, heading, text)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (c.id, c.path, c.ordinal, c.start_line, c.end_line, c.heading, c.text)
+                for c in chunks
+            ],
+        )
+        self._db.execute("DELETE FROM problems WHERE path = ?", (note.path,))
 
     def remove(self, path: str) -> None:
-        with self._lock, self._tx():
-            self._db.execute("DELETE FROM chunks WHERE path = ?", (path,))
-            self._db.execute("DELETE FROM notes WHERE path = ?", (path,))
-            self._db.execute("DELETE FROM problems WHERE path = ?", (path,))
-            self.generation += 1
+        with self._lock:
+            with self._tx():
+                self._db.execute("DELETE FROM chunks WHERE path = ?", (path,))
+                self._db.execute("DELETE FROM notes WHERE path = ?", (path,))
+                self._db.execute("DELETE FROM problems WHERE path = ?", (path,))
+            self._changed(path)
 
     def set_problem(self, path: str, message: str) -> None:
         """Remember why a file could not be indexed (shown by ``reme status``)."""
@@ -117,40 +141,58 @@ class Catalog:
             )
 
     def clear(self) -> None:
-        with self._lock, self._tx():
-            for table in ("chunks", "notes", "problems"):
-                self._db.execute(f"DELETE FROM {table}")
+        with self._lock:
+            with self._tx():
+                for table in ("chunks", "notes", "problems"):
+                    self._db.execute(f"DELETE FROM {table}")
             self.generation += 1
+            self._changes.clear()
+            self._changes_floor = self.generation  # every path changed: nothing incremental
+
+    def changed_since(self, generation: int) -> set[str] | None:
+        """Paths put or removed after ``generation``; None when that is no longer known (too
+        long ago, or the catalog was cleared since), so a cached answer must be recomputed."""
+        with self._lock:
+            if not self._changes_floor <= generation <= self.generation:
+                return None
+            return {path for changed, path in self._changes if changed > generation}
+
+    def _changed(self, path: str) -> None:
+        # Bumped after the commit: whoever sees the new generation also sees the new rows.
+        self.generation += 1
+        if len(self._changes) == self._changes.maxlen:
+            self._changes_floor = self._changes[0][0]  # about to be forgotten
+        self._changes.append((self.generation, path))
 
     # -- reads -------------------------------------------------------------------------------
 
     def hashes(self) -> dict[str, str]:
-        with self._lock:
-            return dict(self._db.execute("SELECT path, content_hash FROM notes"))
+        with self._read() as db:
+            return dict(db.execute("SELECT path, content_hash FROM notes"))
 
     def note(self, path: str) -> NoteSummary | None:
-        with self._lock:
-            row = self._db.execute("SELECT * FROM notes WHERE path = ?", (path,)).fetchone()
+        with self._read() as db:
+            row = db.execute("SELECT * FROM notes WHERE path = ?", (path,)).fetchone()
         return _note(row) if row else None
 
     def notes(self, paths: Iterable[str]) -> dict[str, NoteSummary]:
         wanted = list(dict.fromkeys(paths))
         found: dict[str, NoteSummary] = {}
-        with self._lock:
+        with self._read() as db:
             for start in range(0, len(wanted), 500):
                 batch = wanted[start : start + 500]
                 marks = ",".join("?" * len(batch))
-                for row in self._db.execute(f"SELECT * FROM notes WHERE path IN ({marks})", batch):
+                for row in db.execute(f"SELECT * FROM notes WHERE path IN ({marks})", batch):
                     found[row[0]] = _note(row)
         return found
 
     def chunks(self, ids: Sequence[str]) -> dict[str, Chunk]:
         found: dict[str, Chunk] = {}
-        with self._lock:
+        with self._read() as db:
             for start in range(0, len(ids), 500):
                 batch = list(ids[start : start + 500])
                 marks = ",".join("?" * len(batch))
-                rows = self._db.execute(
+                rows = db.execute(
                     "SELECT id, path, ordinal, start_line, end_line, heading, text FROM chunks"
                     f" WHERE id IN ({marks})",
                     batch,
@@ -168,9 +210,9 @@ class Catalog:
 
     def chunk_rows(self, paths: Iterable[str] | None = None) -> list[tuple[str, str, str]]:
         """``(chunk_id, path, text)`` of every chunk, or of the chunks of ``paths``."""
-        with self._lock:
+        with self._read() as db:
             if paths is None:
-                return self._db.execute(
+                return db.execute(
                     "SELECT id, path, text FROM chunks ORDER BY path, ordinal"
                 ).fetchall()
             rows: list[tuple[str, str, str]] = []
@@ -178,7 +220,7 @@ class Catalog:
             for start in range(0, len(wanted), 500):
                 batch = wanted[start : start + 500]
                 marks = ",".join("?" * len(batch))
-                rows += self._db.execute(
+                rows += db.execute(
                     f"SELECT id, path, text FROM chunks WHERE path IN ({marks})"
                     " ORDER BY path, ordinal",
                     batch,
@@ -208,27 +250,51 @@ class Catalog:
             params.append(until.isoformat())
         where = " AND ".join(clauses) or "1"
         sql = f"SELECT c.id, c.path FROM chunks c JOIN notes n ON n.path = c.path WHERE {where}"
-        with self._lock:
-            rows = self._db.execute(sql, params).fetchall()
-        return {
-            cid
-            for cid, path in rows
-            if (paths is None or path in paths) and _matches_any(path, path_patterns)
-        }
+        rows: list[tuple[str, str]] = []
+        with self._read() as db:
+            if paths is None:
+                rows = db.execute(sql, params).fetchall()
+            else:
+                wanted = sorted(paths)
+                for start in range(0, len(wanted), 500):
+                    batch = wanted[start : start + 500]
+                    rows += db.execute(
+                        f"{sql} AND c.path IN ({','.join('?' * len(batch))})", [*params, *batch]
+                    ).fetchall()
+        return {cid for cid, path in rows if _matches_any(path, path_patterns)}
 
     def counts(self) -> dict[str, int]:
-        with self._lock:
-            notes = self._db.execute("SELECT COUNT(*) FROM notes").fetchone()[0]
-            chunks = self._db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
-            problems = self._db.execute("SELECT COUNT(*) FROM problems").fetchone()[0]
+        with self._read() as db:
+            notes = db.execute("SELECT COUNT(*) FROM notes").fetchone()[0]
+            chunks = db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+            problems = db.execute("SELECT COUNT(*) FROM problems").fetchone()[0]
         return {"files": notes, "chunks": chunks, "problem_count": problems}
 
     def problems(self) -> dict[str, str]:
-        with self._lock:
-            return dict(self._db.execute("SELECT path, message FROM problems ORDER BY path"))
+        with self._read() as db:
+            return dict(db.execute("SELECT path, message FROM problems ORDER BY path"))
 
     def _tx(self) -> _Transaction:
         return _Transaction(self._db)
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """A read connection for this block, from the pool (opened when none is free)."""
+        with self._pool_lock:
+            if self._closed:
+                raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
+            conn = self._idle.pop() if self._idle else None
+        if conn is None:
+            conn = sqlite3.connect(self.db_path, check_same_thread=False, isolation_level=None)
+            conn.execute("PRAGMA query_only=ON")
+            with self._pool_lock:
+                self._readers.append(conn)
+        try:
+            yield conn
+        finally:
+            with self._pool_lock:
+                if not self._closed:
+                    self._idle.append(conn)
 
 
 class _Transaction:

@@ -10,7 +10,9 @@ import hashlib
 import re
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -19,7 +21,8 @@ from pydantic import BaseModel, Field
 from reme_core.components import Chunker, Graph, KeywordIndex, TagIndex
 from reme_core.errors import RemeError
 from reme_core.index.catalog import Catalog
-from reme_core.schema import NoteSummary
+from reme_core.index.rwlock import ReadWriteLock
+from reme_core.schema import Chunk, Link, NoteSummary
 from reme_core.workspace import LinkResolver, WorkspacePaths, parse_note, path_matches
 from reme_core.workspace.wikilinks import may_resolve_to, target_names
 
@@ -40,8 +43,44 @@ class IndexReport(BaseModel):
     seconds: float = 0.0
 
 
+@dataclass
+class _PreparedFile:
+    """One changed file, read and parsed, ready to apply; or why it cannot be indexed."""
+
+    path: str
+    summary: NoteSummary | None = None
+    chunks: list[Chunk] = field(default_factory=list)
+    links: list[Link] | None = None  # None: no graph, or not a note
+    problem: str | None = None
+
+
+@dataclass
+class _Plan:
+    """Everything one pass changes, computed before any projection is touched."""
+
+    files: list[_PreparedFile]
+    removed: list[str]
+    relinks: dict[str, list[Link]] = field(default_factory=dict)
+    vector_paths: list[str] = field(default_factory=list)
+    clear_first: bool = False
+
+    @property
+    def empty(self) -> bool:
+        return not (self.files or self.removed or self.relinks or self.clear_first)
+
+
 class Indexer:
-    """Applies file changes to every projection. All public methods are serialised by one lock."""
+    """Applies file changes to every projection; searches never wait for the slow part.
+
+    Writers (``scan``, ``update``, ``rebuild``, ``optimize``) run one at a time under
+    ``writers`` (reentrant: ``Reme.revert`` holds it around its own ``update``). Each prepares its
+    changes with no index lock held: reads, hashes, parses and chunks the files, resolves their
+    links and embeds new chunks through the embedding cache. It then applies them to the catalog,
+    keyword index, tags, graph and vector store in one short exclusive hold of ``lock``.
+    Readers (search, links, status) hold ``lock`` shared, so many run at once and each sees every
+    update whole or not at all. Every projection also locks itself, for callers outside these
+    sections (the background vector pass, the file tools).
+    """
 
     def __init__(
         self,
@@ -63,10 +102,16 @@ class Indexer:
         self.tags = tags
         self.exclude = list(exclude)
         self.max_file_bytes = max_file_bytes
-        self.lock = threading.RLock()
+        self.lock = ReadWriteLock()
+        """Shared for readers of the projections; exclusive while a pass applies its changes."""
+        self.writers = threading.RLock()
+        """Held by every pass from start to end: writes keep their order and never interleave."""
         self.vectors: VectorIndex | None = None
         """Set by the runtime when vectors are configured; ``update`` embeds before returning."""
         self._resolver: LinkResolver | None = None
+        self._dangling: dict[str, list[str]] | None = None
+        """Targets (raw) of each note's unresolved links, kept by the writers so that a new note
+        does not cost a query of every unresolved link; None until needed and after a removal."""
 
     # -- scope -------------------------------------------------------------------------------
 
@@ -93,7 +138,7 @@ class Indexer:
 
     def scan(self) -> IndexReport:
         """Incremental pass over the whole workspace: index what changed, drop what vanished."""
-        with self.lock:
+        with self.writers:
             started = time.perf_counter()
             on_disk = self.scope_files()
             known = self.catalog.hashes()
@@ -107,14 +152,19 @@ class Indexer:
                 else:
                     changed[path] = data if data is not None else b""
             removed = sorted(set(known) - set(on_disk))
-            report = self._apply(changed, removed, added=set(on_disk) - set(known))
+            plan = self._prepare(changed, removed, added=set(on_disk) - set(known))
+            report = self._apply(plan)
             report.unchanged = unchanged
             report.seconds = time.perf_counter() - started
             return report
 
     def update(self, changed: Iterable[str], removed: Iterable[str] = ()) -> IndexReport:
-        """Index the named paths now (API writes, watcher events). Missing files count as removed."""
-        with self.lock:
+        """Index the named paths now (API writes, watcher events). Missing files count as removed.
+
+        New chunks are embedded (when vectors are configured) before the changes are applied, so
+        the paths are searchable by both arms when this returns.
+        """
+        with self.writers:
             started = time.perf_counter()
             resolver = self._link_resolver()
             known = self.catalog.hashes()
@@ -136,80 +186,162 @@ class Indexer:
                 resolver.add(path)
             for path in gone:
                 resolver.remove(path)
-            report = self._apply(todo, sorted(gone), added=added)
-            if self.vectors is not None:
-                self.vectors.sync(report.indexed, report.removed)
+            plan = self._prepare(todo, sorted(gone), added=added)
+            if self.vectors is not None and self.vectors.available:
+                # The slow part of a write with vectors: the model runs while searches go on.
+                self.vectors.prepare(c.text for f in plan.files for c in f.chunks)
+                plan.vector_paths = [*(f.path for f in plan.files), *plan.removed]
+            report = self._apply(plan)
             report.unchanged = len(known) - len(set(todo) - added) - len(gone)
             report.seconds = time.perf_counter() - started
             return report
 
     def rebuild(self) -> IndexReport:
-        """Drop every projection and index the workspace from scratch."""
-        with self.lock:
-            self.catalog.clear()
-            self.keyword.clear()
-            if self.graph is not None:
-                self.graph.clear()
-            if self.tags is not None:
-                self.tags.clear()
-            if self.vectors is not None:
-                self.vectors.clear()  # re-stored from the embedding cache by the next reconcile
-            return self.scan()
+        """Drop every projection and index the workspace from scratch.
+
+        Searches see the old projections until the new ones replace them in one step.
+        """
+        with self.writers:
+            started = time.perf_counter()
+            on_disk = self.scope_files()
+            self._resolver = LinkResolver(on_disk)
+            changed = {path: self._read(path) or b"" for path in on_disk}
+            plan = self._prepare(changed, [], added=set(), relink=False)
+            plan.clear_first = True
+            report = self._apply(plan)
+            report.seconds = time.perf_counter() - started
+            return report
 
     def optimize(self) -> None:
-        with self.lock:
-            self.keyword.optimize()
+        with self.writers:
+            self.keyword.optimize()  # the keyword index locks itself; no reader sees a change
             self.keyword.flush()
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _apply(
-        self, changed: Mapping[str, bytes], removed: Sequence[str], added: set[str]
-    ) -> IndexReport:
-        report = IndexReport()
-        relink: set[str] = set()
-        for path in removed:
-            if self.graph is not None:
-                relink.update(link.source for link in self.graph.inbound(path))
-            self._forget(path)
-            report.removed.append(path)
-        if added and self.graph is not None:
-            # Only notes with a dangling link that could now point at a new file: rereading
-            # every note with any dangling link made each new note cost O(workspace).
-            names = target_names(added)
-            relink.update(
-                link.source for link in self.graph.unresolved() if may_resolve_to(link.raw, names)
-            )
-        for path, data in changed.items():
-            problem = self._index_file(path, data)
-            if problem:
-                report.problems[path] = problem
-            else:
-                report.indexed.append(path)
-        for source in sorted(relink - set(changed) - set(removed)):
-            if self._relink(source):
-                report.relinked += 1
-        self.keyword.flush()
-        return report
+    def _prepare(
+        self,
+        changed: Mapping[str, bytes],
+        removed: Sequence[str],
+        added: set[str],
+        *,
+        relink: bool = True,
+    ) -> _Plan:
+        """Everything a pass will change, with no index lock held (only writers change the
+        projections, and they run one at a time, so what this reads stays true until applied)."""
+        sources: set[str] = set()
+        if relink and self.graph is not None:
+            for path in removed:
+                sources.update(link.source for link in self.graph.inbound(path))
+            if added:
+                # Only notes with a dangling link that could now point at a new file: rereading
+                # every note with any dangling link made each new note cost O(workspace).
+                names = target_names(added)
+                sources.update(
+                    source
+                    for source, targets in self._dangling_links().items()
+                    if any(may_resolve_to(raw, names) for raw in targets)
+                )
+        plan = _Plan(
+            files=[self._prepare_file(path, data) for path, data in changed.items()],
+            removed=list(removed),
+        )
+        for source in sorted(sources - set(changed) - set(removed)):
+            links = self._relinked(source)
+            if links is not None:
+                plan.relinks[source] = links
+        return plan
 
-    def _index_file(self, path: str, data: bytes) -> str | None:
-        """Index one file; return a problem message instead when it cannot be indexed."""
+    def _prepare_file(self, path: str, data: bytes) -> _PreparedFile:
         try:
             text = self._decode(path, data)
             suffix = PurePosixPath(path).suffix.lower()
             summary = self._summary(path, text, data)
             chunks = self.chunkers[suffix].chunk(path, text)
         except RemeError as exc:
-            self._forget(path)
-            self.catalog.set_problem(path, str(exc))
-            return str(exc)
-        self.catalog.put(summary, chunks)
-        self.keyword.upsert(path, chunks)
-        if self.tags is not None:
-            self.tags.set_tags(path, summary.tags)
+            return _PreparedFile(path, problem=str(exc))
+        links = None
         if suffix == ".md" and self.graph is not None:
-            self.graph.set_links(path, self._link_resolver().links_for(path, text))
-        return None
+            links = self._link_resolver().links_for(path, text)
+        return _PreparedFile(path, summary, list(chunks), links)
+
+    def _apply(self, plan: _Plan) -> IndexReport:
+        """Apply ``plan`` to every projection in one exclusive hold: no reader sees it half done."""
+        report = IndexReport()
+        if plan.empty:  # e.g. a watcher event for a file saved unchanged: readers go on
+            self.keyword.flush()
+            return report
+        with self.lock.write(), self._forgetting_dangling_on_error():
+            if plan.clear_first:
+                self._clear()
+            for path in plan.removed:
+                self._forget(path)
+                report.removed.append(path)
+            for prepared in plan.files:
+                if prepared.problem is not None:
+                    self._forget(prepared.path)
+                    self.catalog.set_problem(prepared.path, prepared.problem)
+                    report.problems[prepared.path] = prepared.problem
+                    continue
+                self._put(prepared)
+                report.indexed.append(prepared.path)
+            for source, links in plan.relinks.items():
+                self._set_links(source, links)
+                report.relinked += 1
+            if self.vectors is not None and plan.vector_paths:
+                self.vectors.apply(plan.vector_paths)
+        # Persisting is slower and changes nothing a reader sees: after the exclusive hold.
+        self.keyword.flush()
+        if self.vectors is not None and plan.vector_paths:
+            self.vectors.flush()
+        return report
+
+    def _put(self, prepared: _PreparedFile) -> None:
+        assert prepared.summary is not None
+        self.catalog.put(prepared.summary, prepared.chunks)
+        self.keyword.upsert(prepared.path, prepared.chunks)
+        if self.tags is not None:
+            self.tags.set_tags(prepared.path, prepared.summary.tags)
+        if prepared.links is not None:
+            self._set_links(prepared.path, prepared.links)
+
+    def _set_links(self, source: str, links: list[Link]) -> None:
+        assert self.graph is not None
+        self.graph.set_links(source, links)
+        if self._dangling is not None:
+            targets = [link.raw for link in links if link.state != "resolved"]
+            if targets:
+                self._dangling[source] = targets
+            else:
+                self._dangling.pop(source, None)
+
+    def _dangling_links(self) -> dict[str, list[str]]:
+        if self._dangling is None:
+            assert self.graph is not None
+            dangling: dict[str, list[str]] = {}
+            for link in self.graph.unresolved():
+                dangling.setdefault(link.source, []).append(link.raw)
+            self._dangling = dangling
+        return self._dangling
+
+    @contextmanager
+    def _forgetting_dangling_on_error(self) -> Iterator[None]:
+        try:
+            yield
+        except BaseException:
+            self._dangling = None  # the graph may hold part of the pass: read it again
+            raise
+
+    def _clear(self) -> None:
+        self.catalog.clear()
+        self.keyword.clear()
+        if self.graph is not None:
+            self.graph.clear()
+            self._dangling = None
+        if self.tags is not None:
+            self.tags.clear()
+        if self.vectors is not None:
+            self.vectors.clear()  # re-stored from the embedding cache by the next reconcile
 
     def _summary(self, path: str, text: str, data: bytes) -> NoteSummary:
         base = {"path": path, "content_hash": _hash(data), "size": len(data)}
@@ -227,22 +359,23 @@ class Indexer:
             frontmatter=note.frontmatter,
         )
 
-    def _relink(self, source: str) -> bool:
+    def _relinked(self, source: str) -> list[Link] | None:
+        """The links of ``source`` resolved again; None when it cannot be read."""
         data = self._read(source)
         if data is None or self.graph is None:
-            return False
+            return None
         try:
             text = self._decode(source, data)
         except RemeError:
-            return False
-        self.graph.set_links(source, self._link_resolver().links_for(source, text))
-        return True
+            return None
+        return self._link_resolver().links_for(source, text)
 
     def _forget(self, path: str) -> None:
         self.catalog.remove(path)
         self.keyword.delete(path)
         if self.graph is not None:
             self.graph.remove(path)
+            self._dangling = None  # links to ``path`` from other notes became unresolved
         if self.tags is not None:
             self.tags.remove(path)
 

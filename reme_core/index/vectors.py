@@ -1,9 +1,13 @@
 """Keeps the vector store in step with the catalog's chunks, and answers the vector arm.
 
-Writes through the API are embedded before they return (read-your-writes). A full pass
-(``reconcile``) compares what the store holds with what the catalog has, by content hash, and
-embeds only the difference; unchanged chunks come from the embedding cache. It can run in the
-background while keyword search serves, and stops cleanly between batches.
+Writes through the API are embedded before they return (read-your-writes), in two steps so that
+searches never wait for the model: ``prepare`` embeds new chunk texts into the embedding cache
+with no lock held, then ``apply`` (inside the indexer's short exclusive section) stores the
+catalog's chunks from the cache. A full pass (``reconcile``) compares what the store holds with
+what the catalog has, by content hash, and embeds only the difference; unchanged chunks come
+from the embedding cache. It can run in the background while search serves, and stops cleanly
+between batches. ``_lock`` guards the store's contents against a batch stored half-way; it is
+never held during a model call.
 """
 
 from __future__ import annotations
@@ -103,17 +107,55 @@ class VectorIndex:
 
     # -- keeping in step -----------------------------------------------------------------------
 
-    def sync(self, changed: Sequence[str], removed: Sequence[str]) -> None:
-        """Bring these files' vectors up to date now (API writes, watcher batches)."""
-        if not self.available or not (changed or removed):
+    def prepare(self, texts: Iterable[str]) -> bool:
+        """Embed the chunk texts the cache lacks, holding no lock, so searches go on meanwhile.
+
+        The indexer calls this before it applies a write; ``apply`` then only copies vectors from
+        the cache. False, with ``last_error`` set, when the model failed: those chunks stay
+        pending (retried by the next ``reconcile``) and the write goes on without them.
+        """
+        if not self.available:
+            return False
+        try:
+            self._embed_missing(texts)
+        except RemeError as exc:
+            self.last_error = str(exc)
+            return False
+        return True
+
+    def apply(self, paths: Sequence[str]) -> None:
+        """Replace the vectors of ``paths`` with the catalog's current chunks, from the cache.
+
+        Quick (no model call): the indexer runs it inside its exclusive section, right after the
+        catalog changed, so a search sees the chunks and their vectors change together. Chunks
+        the cache lacks (``prepare`` failed) are left pending.
+        """
+        if not self.available or not paths:
             return
-        with self._lock:
-            try:
-                self._refresh_paths([*changed, *removed])
+        try:
+            with self._lock:
+                _, pending = self._store_paths(paths)
+        except RemeError as exc:  # the note is written and keyword-indexed; retried later
+            self.last_error = str(exc)
+            return
+        if not pending:
+            self.last_error = None
+
+    def flush(self) -> None:
+        """Make the store's writes so far durable."""
+        if not self.available:
+            return
+        try:
+            with self._lock:
                 self.store.flush()
-                self.last_error = None
-            except RemeError as exc:  # the note is written and keyword-indexed; retried later
-                self.last_error = str(exc)
+        except RemeError as exc:
+            self.last_error = str(exc)
+
+    def optimize(self) -> None:
+        """Let the store build its search structures (between reconcile batches)."""
+        if self.available:
+            with self._lock:
+                self.store.optimize()
 
     def reconcile(self, progress: Progress | None = None) -> int:
         """Embed whatever the store lacks or holds stale; drop what the catalog no longer has.
@@ -182,37 +224,54 @@ class VectorIndex:
                 return
 
     def _refresh_batch(self, paths: list[str], progress: Progress | None) -> int:
+        # Embed with no lock held (searches and writes go on), then store under the lock from
+        # the catalog as it is then: a write racing this batch is never overwritten with stale
+        # chunks, and stores its own vectors after its catalog change.
+        self._embed_missing(text for _, _, text in self.catalog.chunk_rows(paths))
         with self._lock:
-            count = self._refresh_paths(paths)
+            count, _ = self._store_paths(paths)
         self.done += count
         if progress:
             progress(self.done, self.total)
         return count
 
-    def _refresh_paths(self, paths: Sequence[str]) -> int:
-        """Replace every vector of ``paths`` with the catalog's current chunks (cache first)."""
+    def _embed_missing(self, texts: Iterable[str]) -> None:
+        """Put the vectors of ``texts`` the cache lacks into it (the model call; no lock held)."""
+        assert self.model_id is not None
+        wanted = {_content_hash(text): text for text in texts}
+        if not wanted:
+            return
+        have = self.cache.get(self.model_id, wanted)
+        missing = {h: text for h, text in wanted.items() if h not in have}
+        if not missing:
+            return
+        texts_in = [self.embedding.truncate(t) for t in missing.values()]
+        embedded = _checked(
+            self.embedding.embed_passages(texts_in), len(texts_in), self.embedding.dim
+        )
+        self.cache.put(self.model_id, dict(zip(missing, embedded, strict=True)))
+
+    def _store_paths(self, paths: Sequence[str]) -> tuple[int, int]:
+        """Replace every vector of ``paths`` with the catalog's current chunks, from the cache.
+
+        Call with ``_lock`` held. Returns (chunks stored, chunks left pending: not cached).
+        """
         assert self.model_id is not None
         rows = self.catalog.chunk_rows(paths)
         notes = self.catalog.notes(paths)
         hashes = {cid: _content_hash(text) for cid, _, text in rows}
         vectors = self.cache.get(self.model_id, hashes.values())
-        missing = {hashes[cid]: text for cid, _, text in rows if hashes[cid] not in vectors}
-        if missing:
-            texts = [self.embedding.truncate(t) for t in missing.values()]
-            embedded = _checked(
-                self.embedding.embed_passages(texts), len(texts), self.embedding.dim
-            )
-            fresh = dict(zip(missing, embedded, strict=True))
-            self.cache.put(self.model_id, fresh)
-            vectors.update(fresh)
         records = []
         for cid, path, _ in rows:
+            vector = vectors.get(hashes[cid])
+            if vector is None:
+                continue
             note = notes.get(path)
             records.append(
                 VectorRecord(
                     chunk_id=cid,
                     path=path,
-                    vector=vectors[hashes[cid]],
+                    vector=vector,
                     status=note.status if note else "active",
                     date=note.date.isoformat() if note and note.date else None,
                     tags=tuple(_with_ancestors(note.tags if note else [])),
@@ -222,9 +281,9 @@ class VectorIndex:
         self.store.delete_paths(list(paths))
         if records:
             self.store.upsert(records)
-        self.cache.mark_stored(self.model_id, hashes)
+        self.cache.mark_stored(self.model_id, {r.chunk_id: hashes[r.chunk_id] for r in records})
         self._version += 1
-        return len(records)
+        return len(records), len(rows) - len(records)
 
     # -- searching -----------------------------------------------------------------------------
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -10,10 +9,9 @@ from reme_core.components import Graph, TagIndex
 from reme_core.errors import SearchError
 from reme_core.index.catalog import Catalog
 from reme_core.schema import SearchFilters, SearchHit, SearchResponse
-from reme_core.schema.chunk import chunk_path
+from reme_core.search.allowed import AllowedCache
 from reme_core.search.arms import ArmUnavailable, SearchArm
 from reme_core.search.expansion import expand_links
-from reme_core.search.filters import allowed_chunk_ids
 from reme_core.search.fusion import reciprocal_rank_fusion
 
 if TYPE_CHECKING:
@@ -43,7 +41,7 @@ class Searcher:
         self.graph = graph
         self.tags = tags
         self.degraded = list(degraded or [])
-        self._allowed_cache: OrderedDict[tuple[str, int], tuple[set[str], set[str]]] = OrderedDict()
+        self._allowed = AllowedCache(catalog, tags)
 
     def search(
         self,
@@ -65,7 +63,11 @@ class Searcher:
         filters = filters or SearchFilters(statuses=list(self.config.statuses))
         expand = self.config.link_expansion if expand is None else expand
 
-        allowed, allowed_paths = self._allowed(filters)
+        # Filter sets only change when the catalog does, so repeated queries reuse them; the
+        # same set object is handed to the arms each time, which lets them cache what they
+        # derive from it.
+        passing = self._allowed.get(filters)
+        allowed, allowed_paths = passing.ids, passing.paths
         candidates = min(limit * self.config.candidate_multiplier, self.config.candidate_cap)
         results, degraded = self._run_arms(query, max(candidates, limit), allowed, filters)
         ranked = {arm: [cid for cid, _ in hits] for arm, hits in results.items()}
@@ -137,23 +139,6 @@ class Searcher:
             if arm.name in results and notes is not None:
                 degraded.extend(notes())
         return results, degraded
-
-    def _allowed(self, filters: SearchFilters) -> tuple[set[str], set[str]]:
-        """Chunk ids and note paths passing ``filters``.
-
-        Filter sets only change when the catalog does, so repeated queries reuse them; the same set
-        object is handed to the arms each time, which lets them cache what they derive from it.
-        """
-        key = (filters.model_dump_json(), self.catalog.generation)
-        if key in self._allowed_cache:
-            self._allowed_cache.move_to_end(key)
-            return self._allowed_cache[key]
-        allowed = allowed_chunk_ids(filters, self.catalog, self.tags)
-        entry = (allowed, {chunk_path(cid) for cid in allowed})
-        self._allowed_cache[key] = entry
-        while len(self._allowed_cache) > 8:
-            self._allowed_cache.popitem(last=False)
-        return entry
 
 
 class _Inline:

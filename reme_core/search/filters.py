@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from reme_core.components import TagIndex
 from reme_core.errors import SearchError
 from reme_core.index.catalog import Catalog
 from reme_core.schema import SearchFilters
 
 
-def allowed_chunk_ids(filters: SearchFilters, catalog: Catalog, tags: TagIndex | None) -> set[str]:
-    """Chunk ids passing every filter. Filters that cannot be honoured raise, never widen."""
+def allowed_chunk_ids(
+    filters: SearchFilters,
+    catalog: Catalog,
+    tags: TagIndex | None,
+    *,
+    within: Collection[str] | None = None,
+) -> set[str]:
+    """Chunk ids passing every filter (only of the notes ``within``, when given).
+
+    Filters that cannot be honoured raise, never widen.
+    """
     if filters.since and filters.until and filters.since > filters.until:
         raise SearchError(f"--since {filters.since} is after --until {filters.until}")
     if not filters.statuses:
@@ -21,6 +32,8 @@ def allowed_chunk_ids(filters: SearchFilters, catalog: Catalog, tags: TagIndex |
         if tags is None:
             raise SearchError("tag filter given but no tag index is configured")
         tagged = tags.paths(filters.tags, mode=filters.tag_mode)
+    if within is not None:
+        tagged = set(within) if tagged is None else tagged & set(within)
     return catalog.chunk_ids(
         statuses=list(filters.statuses),
         since=filters.since,

@@ -69,7 +69,7 @@ def _optimize(reme: Reme) -> JobResult:
     started = time.perf_counter()
     reme.optimize()
     seconds = time.perf_counter() - started
-    with reme.indexer.lock:
+    with reme.indexer.lock.read():
         keyword = reme.keyword.stats()
     details: dict[str, Any] = {"keyword_index": keyword, "seconds": round(seconds, 2)}
     summary = f"keyword index optimised in {seconds:.1f} s"

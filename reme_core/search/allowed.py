@@ -1,0 +1,99 @@
+"""The chunk ids each filter set allows, kept current as the catalog changes.
+
+Computing them reads every chunk row (tens of milliseconds on a large workspace), and every write
+changes the catalog. So each filter set keeps its last answer, and after a write only the paths
+the catalog reports changed are looked up again; and when several searches need the same answer
+at once, one computes it while the others wait for it, instead of each computing it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from concurrent.futures import Future
+from dataclasses import dataclass
+
+from reme_core.components import TagIndex
+from reme_core.index.catalog import Catalog
+from reme_core.schema import SearchFilters
+from reme_core.schema.chunk import chunk_path
+from reme_core.search.filters import allowed_chunk_ids
+
+MAX_FILTER_SETS = 8
+
+
+@dataclass(frozen=True)
+class Allowed:
+    """Chunk ids and note paths passing one filter set, as of one catalog generation.
+
+    Arms may cache what they derive from ``ids`` by identity: a new answer is a new set object.
+    """
+
+    generation: int
+    ids: set[str]
+    paths: set[str]
+    by_path: dict[str, list[str]]
+
+
+class AllowedCache:
+    """The answer per filter set (least recently used dropped beyond ``MAX_FILTER_SETS``)."""
+
+    def __init__(self, catalog: Catalog, tags: TagIndex | None):
+        self.catalog = catalog
+        self.tags = tags
+        self._lock = threading.Lock()
+        self._answers: OrderedDict[str, Allowed] = OrderedDict()
+        self._computing: dict[tuple[str, int], Future[Allowed]] = {}
+
+    def get(self, filters: SearchFilters) -> Allowed:
+        key = filters.model_dump_json()
+        generation = self.catalog.generation
+        with self._lock:
+            known = self._answers.get(key)
+            if known is not None and known.generation == generation:
+                self._answers.move_to_end(key)
+                return known
+            pending = self._computing.get((key, generation))
+            mine = pending is None
+            if pending is None:
+                pending = self._computing[key, generation] = Future()
+        if not mine:
+            return pending.result()  # another search is computing this very answer
+        try:
+            answer = self._compute(filters, generation, known)
+        except BaseException as exc:
+            with self._lock:
+                del self._computing[key, generation]
+            pending.set_exception(exc)
+            raise
+        with self._lock:
+            del self._computing[key, generation]
+            current = self._answers.get(key)
+            if current is None or current.generation <= generation:
+                self._answers[key] = answer
+                self._answers.move_to_end(key)
+                while len(self._answers) > MAX_FILTER_SETS:
+                    self._answers.popitem(last=False)
+        pending.set_result(answer)
+        return answer
+
+    def _compute(self, filters: SearchFilters, generation: int, known: Allowed | None) -> Allowed:
+        changed = None
+        if known is not None and known.generation < generation:
+            changed = self.catalog.changed_since(known.generation)
+        if known is None or changed is None or len(changed) > max(64, len(known.by_path) // 4):
+            ids = allowed_chunk_ids(filters, self.catalog, self.tags)
+            by_path: dict[str, list[str]] = {}
+            for cid in ids:
+                by_path.setdefault(chunk_path(cid), []).append(cid)
+            return Allowed(generation, ids, set(by_path), by_path)
+        # Only the changed paths: drop what they allowed, add what they allow now.
+        fresh = allowed_chunk_ids(filters, self.catalog, self.tags, within=changed)
+        ids = set(known.ids)
+        by_path = dict(known.by_path)
+        for path in changed:
+            ids.difference_update(by_path.pop(path, ()))
+        for cid in fresh:
+            by_path.setdefault(chunk_path(cid), []).append(cid)
+        ids.update(fresh)
+        return Allowed(generation, ids, set(by_path), by_path)

@@ -1,0 +1,77 @@
+"""Index passes prepared outside the exclusive lock: what they keep track of between writes."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import EXAMPLE_WORKSPACE, FAKE_VECTORS, KEYWORD_ONLY_ENV
+
+from reme_core.plugins import Plugins
+from reme_core.runtime import Reme
+
+PERF = "daily/2026-11-10/session-perf-tuning.md"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    shutil.copytree(EXAMPLE_WORKSPACE, root, ignore=shutil.ignore_patterns(".reme"))
+    return root
+
+
+@pytest.fixture
+def reme(workspace: Path, default_plugins: Plugins) -> Iterator[Reme]:
+    with Reme.open(workspace, plugins=default_plugins, env=KEYWORD_ONLY_ENV) as opened:
+        opened.index()
+        yield opened
+
+
+def test_a_link_resolves_again_when_its_deleted_target_comes_back(reme: Reme) -> None:
+    source, target = "digest/wiki/caching.md", "digest/wiki/redis-cache.md"
+    reme.files.write(source, "# Caching\n\nSee [[redis-cache]].\n")
+    for _ in range(2):
+        reme.files.write(target, "# Redis cache\n\nTTL of five minutes.\n")
+        assert [link.target for link in reme.graph.outbound(source)] == [target]
+        reme.files.delete(target)
+        assert [link.state for link in reme.graph.outbound(source)] == ["missing"]
+    # A link written after the last deletion is tracked too.
+    reme.files.write("digest/wiki/later.md", "# Later\n\nSee [[redis-cache]] as well.\n")
+    reme.files.write(target, "# Redis cache\n\nBack again.\n")
+    inbound = {link.source for link in reme.graph.inbound(target)}
+    assert inbound == {source, "digest/wiki/later.md"}
+    assert not [link for link in reme.graph.unresolved() if link.raw == "redis-cache"]
+
+
+def test_an_update_that_changes_nothing_leaves_readers_alone(reme: Reme) -> None:
+    # Holding the read lock here would make an exclusive hold in this thread raise.
+    with reme.indexer.lock.read():
+        report = reme.indexer.update([PERF, "digest/wiki/not-there.md"])
+    assert report.indexed == [] and report.removed == []
+    assert report.unchanged == reme.catalog.counts()["files"]
+
+
+def test_a_note_that_stops_being_indexable_loses_its_vectors(
+    workspace: Path, default_plugins: Plugins
+) -> None:
+    with Reme.open(workspace, plugins=default_plugins, env={}, overrides=FAKE_VECTORS) as reme:
+        reme.index()
+        path = "digest/wiki/okapi.md"
+        reme.files.write(path, "# Okapi\n\nThe okapi lives in the Ituri forest.\n")
+        assert any(cid.startswith(f"{path}#") for cid in reme.vectors.store.ids())
+        (workspace / path).write_bytes(b"# Okapi\n\n\xff\xfe not UTF-8\n")
+        report = reme.indexer.update([path])
+        assert path in report.problems
+        assert not any(cid.startswith(f"{path}#") for cid in reme.vectors.store.ids())
+        status = reme.status()["vectors"]
+        assert status["embedded"] == status["total"] and status["last_error"] is None
+
+
+def test_a_rebuild_reports_every_file_and_keeps_search_working(reme: Reme) -> None:
+    before = [hit.path for hit in reme.search("orjson", limit=5).hits]
+    report = reme.reindex()
+    assert report.problems == {} and report.removed == []
+    assert len(report.indexed) == reme.catalog.counts()["files"]
+    assert [hit.path for hit in reme.search("orjson", limit=5).hits] == before
