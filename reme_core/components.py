@@ -87,6 +87,14 @@ class KeywordIndex(Component, ABC):
     def optimize(self) -> None:
         """Compact incremental state into the main structure."""
 
+    def refresh(self) -> None:
+        """Make the next search cheap: do now what a search would otherwise do first.
+
+        The indexer calls it right after each write's exclusive section, so the writer pays for
+        rebuilding incremental state rather than the first search after the write. An index must
+        stay correct without it (used outside the indexer, its searches do that work lazily).
+        """
+
     def flush(self) -> None:
         """Persist pending state to ``state_dir``."""
 

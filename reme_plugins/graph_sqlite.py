@@ -2,17 +2,24 @@
 
 The graph only stores. The indexer resolves ``Link.target`` before ``set_links`` and, when a note
 appears or disappears, re-resolves the pending links and calls ``set_links`` again.
+
+Writes go through one connection, one at a time. Reads (link expansion and inbound links during
+search, traversal) borrow a query-only connection from a pool, so they run concurrently; WAL mode
+gives each read block one committed state, never a transaction half applied.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from reme_core import hookimpl
 from reme_core.components import ComponentContext, ComponentSettings, Graph
+from reme_core.index.sqlite_pool import ReadPool
 from reme_core.schema import Link
 from reme_plugins.sqlite_util import LockedDb, SqliteFileSettings, open_db, state_file
 
@@ -54,8 +61,10 @@ class SqliteGraph(Graph):
         self, settings: ComponentSettings | None = None, context: ComponentContext | None = None
     ):
         super().__init__(settings, context)
-        path = state_file(context, self.settings.filename, "the sqlite graph")
-        self._db = LockedDb(lambda: open_db(path, SCHEMA, SCHEMA_VERSION))
+        self._path = state_file(context, self.settings.filename, "the sqlite graph")
+        self._db = LockedDb(lambda: open_db(self._path, SCHEMA, SCHEMA_VERSION))
+        self._pool_lock = threading.Lock()
+        self._pool: ReadPool | None = None  # opened after the writer has created the schema
 
     # -- the Graph contract --------------------------------------------------------------------
 
@@ -117,7 +126,23 @@ class SqliteGraph(Graph):
 
     def close(self) -> None:
         """Close the database; a later call opens it again."""
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
         self._db.close()
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """A pooled read connection; every query in the block sees the same committed state."""
+        with self._pool_lock:
+            pool = self._pool
+            if pool is None:
+                with self._db.read():
+                    pass  # the writer opens the file first: creates it, its schema, WAL mode
+                pool = self._pool = ReadPool(self._path)
+        with pool.read(snapshot=True) as conn:
+            yield conn
 
     # -- beyond the contract: link expansion and traversal ---------------------------------------
 
@@ -126,7 +151,7 @@ class SqliteGraph(Graph):
         and capped at ``limit_each``; only resolved links count, and never ``path`` itself."""
         if limit_each <= 0:
             return [], []
-        with self._db.read() as conn:
+        with self._read() as conn:
             out_rows = conn.execute(
                 "SELECT target FROM links WHERE source = ? AND state = 'resolved' "
                 "AND target IS NOT NULL AND target != ? ORDER BY line, ord",
@@ -151,7 +176,7 @@ class SqliteGraph(Graph):
             return {}
         seen: dict[str, int] = {start: 0}
         queue: deque[str] = deque([start])
-        with self._db.read() as conn:
+        with self._read() as conn:
             while queue and len(seen) < limit:
                 node = queue.popleft()
                 dist = seen[node]
@@ -174,7 +199,7 @@ class SqliteGraph(Graph):
 
     def stats(self) -> dict[str, Any]:
         """Numbers for ``reme status``: links, pending links, notes with links."""
-        with self._db.read() as conn:
+        with self._read() as conn:
             links, pending, sources = conn.execute(
                 "SELECT count(*), coalesce(sum(state != 'resolved'), 0), count(DISTINCT source) "
                 "FROM links"
@@ -182,7 +207,7 @@ class SqliteGraph(Graph):
         return {"links": links, "unresolved": pending, "sources": sources}
 
     def _links(self, where: str, params: tuple[Any, ...]) -> list[Link]:
-        with self._db.read() as conn:
+        with self._read() as conn:
             rows = conn.execute(f"SELECT {_COLUMNS} FROM links {where}", params).fetchall()
         return [_to_link(row) for row in rows]
 

@@ -4,8 +4,13 @@ bm25s builds an immutable index, so this plugin keeps:
 
 - a *main* segment: a bm25s index over every chunk as of the last merge, with its chunk ids;
 - a *delta* segment: a small bm25s index over chunks written since, rebuilt from its own tokens
-  when it changed (lazily, at the next search);
+  when it changed: by ``refresh()``, which the indexer calls after each write, or else lazily by
+  the next search;
 - *tombstones*: main chunks deleted or replaced since.
+
+Searches read a published *view* (main, a tombstone mask that writes copy before changing, the
+delta) with no lock held, so many score at once; a write withdraws the view and ``refresh()`` (or
+the next search) publishes a new one.
 
 A search scores both segments with tombstoned and filtered-out chunks masked inside the scoring
 (bm25s ``weight_mask``, then top-k among the unmasked matches only), and merges by score. A merge
@@ -23,7 +28,7 @@ next merge; adjusting its scores per query would cost work proportional to its p
 the auto-merge threshold bounds how far they can drift (the tombstones, and the delta, stay under
 ``max(delta_merge_min, delta_merge_ratio * live main chunks)``), so scores across segments are
 close, not identical, while many chunks are tombstoned. A change to main's live chunks (a deletion,
-an edit) makes the delta rebuild from its cached tokens at the next search.
+an edit) makes the delta rebuild from its cached tokens at the next refresh or search.
 
 On disk, under ``<state_dir>/bm25s/``: ``chunks.sqlite3`` (id, path, hash and text of every live
 chunk, so a merge reads no notes), ``main-<generation>/`` (bm25s files plus ``ids.json``) and
@@ -103,6 +108,7 @@ class _Main:
     alive: np.ndarray = field(init=False)  # 1.0 live, 0.0 tombstoned: the search weight mask
     dead: int = field(init=False)
     live_tokens: int = field(init=False)  # the token count of the live chunks
+    alive_shared: bool = field(init=False)  # a published view holds ``alive``: copy on write
 
     def __post_init__(self) -> None:
         self.lengths = np.asarray(self.lengths, dtype=np.int64)
@@ -115,21 +121,34 @@ class _Main:
         self.alive = np.ones(len(self.ids), dtype=np.float32)
         self.dead = 0
         self.live_tokens = int(self.lengths.sum())
+        self.alive_shared = False
 
     @property
     def live(self) -> int:
         return len(self.ids) - self.dead
 
+    def share_alive(self) -> np.ndarray:
+        """``alive`` for a search to read without the lock; later changes go to a copy."""
+        self.alive_shared = True
+        return self.alive
+
+    def _own_alive(self) -> None:
+        if self.alive_shared:
+            self.alive = self.alive.copy()
+            self.alive_shared = False
+
     def set_alive(self, index: int, alive: bool) -> bool:
         """Mark one chunk live or tombstoned; True when that changed it."""
         if bool(self.alive[index]) == alive:
             return False
+        self._own_alive()
         self.alive[index] = 1.0 if alive else 0.0
         self.dead += -1 if alive else 1
         self.live_tokens += int(self.lengths[index]) * (1 if alive else -1)
         return True
 
     def kill_all(self) -> None:
+        self._own_alive()
         self.alive[:] = 0.0
         self.dead = len(self.ids)
         self.live_tokens = 0
@@ -267,6 +286,17 @@ class _Delta:
         self.pos = {cid: i for i, cid in enumerate(self.ids)}
 
 
+@dataclass(frozen=True)
+class _View:
+    """What a search reads, published whole under the lock and never changed after: main's index
+    and ids with a tombstone mask that later writes do not touch (copy on write), and the delta."""
+
+    main: _Main
+    alive: np.ndarray
+    main_live: int
+    delta: _Delta | None
+
+
 class Bm25sKeywordIndex(KeywordIndex):
     """BM25 keyword search over chunks (bm25s), incremental through a delta segment."""
 
@@ -306,6 +336,8 @@ class Bm25sKeywordIndex(KeywordIndex):
         self._mask_cache: list[tuple[object, set[str], np.ndarray]] = []
         self._delta_dirty = False
         self._pending: dict[str, list[Row]] = {}  # path -> rows not yet written to SQLite
+        self._view: _View | None = None  # None: a write changed the state since it was published
+        self.delta_builds = 0  # how many times the delta was rebuilt (tests check who pays)
 
     # -- KeywordIndex ------------------------------------------------------------------------
 
@@ -325,35 +357,43 @@ class Bm25sKeywordIndex(KeywordIndex):
             rows.append((chunk.id, chunk.content_hash, chunk.text))
         with self._lock:
             self._ensure_loaded()
+            self._view = None
             self._replace(path, rows)
 
     def delete(self, path: str) -> None:
         """Remove every chunk of ``path``."""
         with self._lock:
             self._ensure_loaded()
+            self._view = None
             self._replace(path, [])
 
     def search(
         self, query: str, limit: int, allowed_ids: set[str] | None = None
     ) -> list[tuple[str, float]]:
-        """Return ``(chunk_id, bm25 score)`` best first, only among ``allowed_ids`` when given."""
+        """Return ``(chunk_id, bm25 score)`` best first, only among ``allowed_ids`` when given.
+
+        Searches run concurrently: each scores a published view with no lock held (bm25s scoring
+        only reads the index). Only the first search after a write not followed by ``refresh()``
+        takes the lock, to rebuild the delta.
+        """
         if limit <= 0 or (allowed_ids is not None and not allowed_ids):
             return []
         tokens = self.tokenizer(query)
         if not tokens:
             return []
-        with self._lock:
-            self._ensure_loaded()
-            self._materialize(for_search=True)
-            main = self._main
-            hits: list[tuple[str, float]] = []
-            if main.bm25 is not None and main.live:
-                allowed = self._allowed_mask(main, main.pos, len(main.ids), allowed_ids)
-                hits += _search_segment(main.bm25, main.ids, tokens, limit, main.alive, allowed)
-            delta = self._delta
-            if delta is not None and delta.bm25 is not None:
-                allowed = self._allowed_mask(delta, delta.pos, len(delta.ids), allowed_ids)
-                hits += _search_segment(delta.bm25, delta.ids, tokens, limit, None, allowed)
+        view = self._view
+        if view is None:
+            with self._lock:
+                view = self._refreshed()
+        main = view.main
+        hits: list[tuple[str, float]] = []
+        if main.bm25 is not None and view.main_live:
+            allowed = self._allowed_mask(main, main.pos, len(main.ids), allowed_ids)
+            hits += _search_segment(main.bm25, main.ids, tokens, limit, view.alive, allowed)
+        delta = view.delta
+        if delta is not None and delta.bm25 is not None:
+            allowed = self._allowed_mask(delta, delta.pos, len(delta.ids), allowed_ids)
+            hits += _search_segment(delta.bm25, delta.ids, tokens, limit, None, allowed)
         hits.sort(key=lambda hit: (-hit[1], hit[0]))
         return hits[:limit]
 
@@ -372,7 +412,9 @@ class Bm25sKeywordIndex(KeywordIndex):
                 return mask
         mask = np.zeros(n_docs, dtype=np.float32)
         mask[[pos[cid] for cid in allowed_ids if cid in pos]] = 1.0
-        # Holding the objects keeps their identities valid for the cache's lifetime.
+        # Holding the objects keeps their identities valid for the cache's lifetime. Searches
+        # run this concurrently: the list is replaced, never changed, so a reader iterates a
+        # whole one (a race can only drop an entry from the cache).
         self._mask_cache = [(segment, allowed_ids, mask), *self._mask_cache[:7]]
         return mask
 
@@ -393,6 +435,11 @@ class Bm25sKeywordIndex(KeywordIndex):
             self._ensure_loaded()
             if self._delta_entries or self._main.dead:
                 self._merge()
+
+    def refresh(self) -> None:
+        """Rebuild the delta (or merge, when due) now, so that the next search does not."""
+        with self._lock:
+            self._refreshed()
 
     def flush(self) -> None:
         """Persist chunk texts and, when it changed, the main segment; merges first if due."""
@@ -424,6 +471,7 @@ class Bm25sKeywordIndex(KeywordIndex):
                 self.flush()
             self._db.close()
             self._loaded = False
+            self._view = None
 
     # -- in-memory updates -------------------------------------------------------------------
 
@@ -454,6 +502,7 @@ class Bm25sKeywordIndex(KeywordIndex):
         self._pending[path] = rows
 
     def _reset(self, main: _Main) -> None:
+        self._view = None
         self._main = main
         self._main_dirty = False
         self._delta_entries = {}
@@ -478,6 +527,15 @@ class Bm25sKeywordIndex(KeywordIndex):
             self._merge()
         elif for_search and self._delta_dirty:
             self._build_delta()
+
+    def _refreshed(self) -> _View:
+        """The current view, built first if a write changed the state (call with the lock)."""
+        self._ensure_loaded()
+        if self._view is None:
+            self._materialize(for_search=True)
+            main = self._main
+            self._view = _View(main, main.share_alive(), main.live, self._delta)
+        return self._view
 
     def _merge(self) -> None:
         """Rebuild main from every live chunk text; empties delta and tombstones."""
@@ -514,6 +572,7 @@ class Bm25sKeywordIndex(KeywordIndex):
             n_tokens += len(entry.tokens)
         self._delta = _Delta(ids, self._build_delta_index(corpus, vocab, n_tokens))
         self._delta_dirty = False
+        self.delta_builds += 1
 
     def _build_delta_index(
         self, corpus: list[list[int]], vocab: dict[str, int], n_tokens: int

@@ -15,10 +15,11 @@ import json
 import sqlite3
 import threading
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 
+from reme_core.index.sqlite_pool import ReadPool
 from reme_core.schema import Chunk, NoteSummary
 from reme_core.workspace.paths import path_matches
 
@@ -75,18 +76,11 @@ class Catalog:
         """Bumped on every change, so callers can cache answers derived from the catalog."""
         self._changes: deque[tuple[int, str]] = deque(maxlen=CHANGE_LOG)
         self._changes_floor = 0  # changed_since(g) is known for every g from here on
-        self._pool_lock = threading.Lock()
-        self._idle: list[sqlite3.Connection] = []  # read connections not in use
-        self._readers: list[sqlite3.Connection] = []  # every read connection, to close them
-        self._closed = False
+        self._pool = ReadPool(db_path)
 
     def close(self) -> None:
-        with self._lock, self._pool_lock:
-            self._closed = True
-            for conn in self._readers:
-                conn.close()
-            self._readers.clear()
-            self._idle.clear()
+        with self._lock:
+            self._pool.close()
             self._db.close()
 
     # -- writes ------------------------------------------------------------------------------
@@ -277,24 +271,9 @@ class Catalog:
     def _tx(self) -> _Transaction:
         return _Transaction(self._db)
 
-    @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
+    def _read(self) -> AbstractContextManager[sqlite3.Connection]:
         """A read connection for this block, from the pool (opened when none is free)."""
-        with self._pool_lock:
-            if self._closed:
-                raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
-            conn = self._idle.pop() if self._idle else None
-        if conn is None:
-            conn = sqlite3.connect(self.db_path, check_same_thread=False, isolation_level=None)
-            conn.execute("PRAGMA query_only=ON")
-            with self._pool_lock:
-                self._readers.append(conn)
-        try:
-            yield conn
-        finally:
-            with self._pool_lock:
-                if not self._closed:
-                    self._idle.append(conn)
+        return self._pool.read()
 
 
 class _Transaction:

@@ -290,7 +290,9 @@ class Indexer:
                 report.relinked += 1
             if self.vectors is not None and plan.vector_paths:
                 self.vectors.apply(plan.vector_paths)
-        # Persisting is slower and changes nothing a reader sees: after the exclusive hold.
+        # Rebuilding the keyword index's incremental state is the writer's cost, not the next
+        # search's; persisting is slower and changes nothing a reader sees: both after the hold.
+        self.keyword.refresh()
         self.keyword.flush()
         if self.vectors is not None and plan.vector_paths:
             self.vectors.flush()
