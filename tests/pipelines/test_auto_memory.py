@@ -9,13 +9,12 @@ import datetime as dt
 import json
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import KEYWORD_ONLY_ENV
 
 from reme_core.cli import cli
 from reme_core.components import AgentResult, AgentTask, AgentWrapper, Llm
@@ -23,10 +22,10 @@ from reme_core.errors import ConfigError
 from reme_core.pipelines.engine import PipelineError
 from reme_core.plugins import Plugins
 from reme_core.runtime import Reme
-from reme_core.workspace import init_workspace, parse_frontmatter
+from reme_core.workspace import parse_frontmatter
 from reme_core.workspace.tools import FileTools
 from reme_plugins.auto_memory.cursor import load_cursor
-from tests.fake_llm import RecordingLlm, llm_setting, plugins_with, write_script
+from tests.fake_llm import RecordingLlm, plugins_with
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_MESSAGES = ROOT / "examples" / "auto_memory" / "messages.json"
@@ -119,29 +118,11 @@ def plugins() -> Plugins:
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    init_workspace(ws)
-    return ws
-
-
-@pytest.fixture
-def open_ws(root: Path, tmp_path: Path, plugins: Plugins) -> Iterator[Callable[..., Reme]]:
-    opened: list[Reme] = []
-
+def open_ws(open_reme: Callable[..., Reme], plugins: Plugins) -> Callable[..., Reme]:
     def open_(script: list[Any] | None = None, *extra: str) -> Reme:
-        overrides = ["timezone=UTC", PIPELINE, *extra]
-        if script is not None:
-            overrides.append(
-                llm_setting(write_script(tmp_path, script, f"script{len(opened)}.json"))
-            )
-        reme = Reme.open(root, plugins=plugins, env=KEYWORD_ONLY_ENV, overrides=overrides)
-        opened.append(reme)
-        return reme
+        return open_reme(plugins, [PIPELINE, *extra], script)
 
-    yield open_
-    for reme in opened:
-        reme.close()
+    return open_
 
 
 def recorded(reme: Reme) -> RecordingLlm:

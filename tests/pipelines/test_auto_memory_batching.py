@@ -12,12 +12,11 @@ import datetime as dt
 import json
 import shutil
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import KEYWORD_ONLY_ENV
 from pydantic import ValidationError
 
 from reme_core.errors import ConfigError
@@ -28,9 +27,8 @@ from reme_core.server.jobs import run_job, scheduler_for
 from reme_core.server.scheduler import Scheduler
 from reme_core.service.operations import OPERATIONS
 from reme_core.settings import load_settings
-from reme_core.workspace import init_workspace
 from reme_plugins.auto_memory.cursor import load_cursor
-from tests.fake_llm import RecordingLlm, llm_setting, plugins_with, write_script
+from tests.fake_llm import RecordingLlm, plugins_with
 
 CONTENT = {
     1: "I deployed v0.9.3 and prod is down: nginx returns 502 on /healthz.",
@@ -82,28 +80,11 @@ def plugins() -> Plugins:
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    init_workspace(ws)
-    return ws
-
-
-@pytest.fixture
-def open_ws(root: Path, tmp_path: Path, plugins: Plugins) -> Iterator[Callable[..., Reme]]:
-    opened: list[Reme] = []
-
+def open_ws(open_reme: Callable[..., Reme], plugins: Plugins) -> Callable[..., Reme]:
     def open_(script: list[Any] | None, *extra: str) -> Reme:
-        overrides = ["timezone=UTC", *extra]
-        if script is not None:
-            path = write_script(tmp_path, script, f"script{len(opened)}.json")
-            overrides.append(llm_setting(path))
-        reme = Reme.open(root, plugins=plugins, env=KEYWORD_ONLY_ENV, overrides=overrides)
-        opened.append(reme)
-        return reme
+        return open_reme(plugins, extra, script)
 
-    yield open_
-    for reme in opened:
-        reme.close()
+    return open_
 
 
 def calls(reme: Reme) -> list[str]:

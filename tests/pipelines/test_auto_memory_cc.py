@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import KEYWORD_ONLY_ENV
 
 from reme_core.errors import NotFoundError
 from reme_core.pipelines.engine import PipelineError
 from reme_core.runtime import Reme
-from reme_core.workspace import init_workspace, parse_frontmatter
+from reme_core.workspace import parse_frontmatter
 from reme_core.workspace.wikilinks import LinkResolver
 from reme_plugins.auto_memory.claude_code import clean_text, find_session_file, to_message
-from tests.fake_llm import llm_setting, plugins_with, write_script
+from tests.fake_llm import plugins_with
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "auto_memory" / "claude"
@@ -53,26 +52,15 @@ def transcript(claude: Path) -> Path:
 
 
 @pytest.fixture
-def open_ws(tmp_path: Path, claude: Path) -> Iterator[Callable[..., Reme]]:
+def open_ws(open_reme: Callable[..., Reme], claude: Path) -> Callable[..., Reme]:
     plugins = plugins_with()
-    root = tmp_path / "ws"
-    init_workspace(root)
-    opened: list[Reme] = []
 
     def open_(script: list[Any] | None = None, claude_dir: Path | None = claude) -> Reme:
         setting = f", settings: {{claude_dir: '{claude_dir}'}}" if claude_dir else ""
         steps = f"[{{name: claude_code_transcript{setting}}}, {{name: auto_memory}}]"
-        overrides = ["timezone=UTC", f"pipelines.auto_memory_cc.steps={steps}"]
-        if script is not None:
-            path = write_script(tmp_path, script, f"script{len(opened)}.json")
-            overrides.append(llm_setting(path, "scripted"))
-        reme = Reme.open(root, plugins=plugins, env=KEYWORD_ONLY_ENV, overrides=overrides)
-        opened.append(reme)
-        return reme
+        return open_reme(plugins, [f"pipelines.auto_memory_cc.steps={steps}"], script, "scripted")
 
-    yield open_
-    for reme in opened:
-        reme.close()
+    return open_
 
 
 def saved(reme: Reme) -> list[dict[str, Any]]:
