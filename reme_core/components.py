@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from reme_core.errors import ConfigError
 from reme_core.schema import Chunk, Link, SearchFilters
 
 if TYPE_CHECKING:
@@ -37,6 +38,18 @@ class ComponentContext:
     workspace: Path
     state_dir: Path
     plugins: Plugins | None = field(default=None, compare=False, repr=False)
+
+
+def required_settings(
+    settings: ComponentSettings | None, model: type[ComponentSettings], missing: str
+) -> ComponentSettings:
+    """``settings``, else ``model``'s defaults; ``ConfigError(missing)`` when a field has none."""
+    if settings is not None:
+        return settings
+    try:
+        return model()
+    except ValidationError:
+        raise ConfigError(missing) from None
 
 
 class Component:

@@ -22,11 +22,17 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
 import numpy as np
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from reme_core import hookimpl
-from reme_core.components import ComponentContext, ComponentSettings, Embedding, estimate_tokens
-from reme_core.errors import ConfigError, EmbeddingError
+from reme_core.components import (
+    ComponentContext,
+    ComponentSettings,
+    Embedding,
+    estimate_tokens,
+    required_settings,
+)
+from reme_core.errors import EmbeddingError
 from reme_plugins.openai_endpoint import (
     EndpointSettings,
     api_key,
@@ -62,15 +68,11 @@ class OpenAIEmbedding(Embedding):
     def __init__(
         self, settings: ComponentSettings | None = None, context: ComponentContext | None = None
     ):
-        if settings is None:
-            try:
-                settings = self.Settings()
-            except ValidationError:
-                raise ConfigError(
-                    "the openai embedding needs settings.model: the endpoint's model name "
-                    "(for example text-embedding-3-small)"
-                ) from None
-        super().__init__(settings, context)
+        missing = (
+            "the openai embedding needs settings.model: the endpoint's model name "
+            "(for example text-embedding-3-small)"
+        )
+        super().__init__(required_settings(settings, self.Settings, missing), context)
         self._lock = threading.Lock()
         self._client: httpx.Client | None = None
         self._dim: int | None = self.settings.dimensions

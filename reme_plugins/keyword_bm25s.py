@@ -45,6 +45,7 @@ import os
 import shutil
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -336,6 +337,8 @@ class Bm25sKeywordIndex(KeywordIndex):
         self._mask_cache: list[tuple[object, set[str], np.ndarray]] = []
         self._delta_dirty = False
         self._pending: dict[str, list[Row]] = {}  # path -> rows not yet written to SQLite
+        # Guards ``_pending`` alone: a flush whose write failed puts its rows back without the lock.
+        self._pending_lock = threading.Lock()
         self._view: _View | None = None  # None: a write changed the state since it was published
         self.delta_builds = 0  # how many times the delta was rebuilt (tests check who pays)
 
@@ -442,13 +445,23 @@ class Bm25sKeywordIndex(KeywordIndex):
             self._refreshed()
 
     def flush(self) -> None:
-        """Persist chunk texts and, when it changed, the main segment; merges first if due."""
-        with self._lock:
-            self._ensure_loaded()
-            self._materialize(for_search=False)
-            self._write_pending()
-            if self._main_dirty:
-                self._save_main()
+        """Persist chunk texts and, when it changed, the main segment; merges first if due.
+
+        The texts are written after the lock is released, so a search that rebuilds the delta
+        meanwhile does not wait for SQLite; the rows go back to pending if the write fails.
+        """
+        with ExitStack() as stack:
+            with self._lock:
+                self._ensure_loaded()
+                self._materialize(for_search=False)
+                if self._main_dirty:
+                    self._save_main()
+                # The database lock is taken before ours is released: flushes write in the order
+                # they took their rows, and whatever reads the table under our lock (a merge, a
+                # clear) waits until this write has landed or its rows are pending again.
+                stack.enter_context(self._db.read())
+                pending = self._take_pending()
+            self._write_rows(pending)
 
     def stats(self) -> dict[str, Any]:
         """Chunk counts: live total, main (all and live), delta, tombstones."""
@@ -499,7 +512,8 @@ class Bm25sKeywordIndex(KeywordIndex):
             self._delta_dirty = True
         if added:
             self._delta_by_path[path] = added
-        self._pending[path] = rows
+        with self._pending_lock:
+            self._pending[path] = rows
 
     def _reset(self, main: _Main) -> None:
         self._view = None
@@ -509,7 +523,8 @@ class Bm25sKeywordIndex(KeywordIndex):
         self._delta_by_path = {}
         self._delta = None
         self._delta_dirty = False
-        self._pending = {}
+        with self._pending_lock:
+            self._pending = {}
 
     def _merge_due(self) -> bool:
         main = self._main
@@ -664,19 +679,37 @@ class Bm25sKeywordIndex(KeywordIndex):
         }
 
     def _write_pending(self) -> None:
-        if not self._pending:
+        """Write the pending rows now (call with the lock), after any flush still writing."""
+        with self._db.read():
+            self._write_rows(self._take_pending())
+
+    def _take_pending(self) -> dict[str, list[Row]]:
+        with self._pending_lock:
+            pending, self._pending = self._pending, {}
+        return pending
+
+    def _write_rows(self, pending: dict[str, list[Row]]) -> None:
+        """Write taken rows in one transaction; on failure they are pending again, unless a newer
+        write of the same path is."""
+        if not pending:
             return
-        with self._db.transaction() as conn:
-            for path, rows in self._pending.items():
-                conn.execute("DELETE FROM chunks WHERE path = ?", (path,))
-                conn.executemany(
-                    "INSERT INTO chunks (id, path, hash, text) VALUES (?, ?, ?, ?)",
-                    [(cid, path, h, text) for cid, h, text in rows],
-                )
-        self._pending = {}
+        try:
+            with self._db.transaction() as conn:
+                for path, rows in pending.items():
+                    conn.execute("DELETE FROM chunks WHERE path = ?", (path,))
+                    conn.executemany(
+                        "INSERT INTO chunks (id, path, hash, text) VALUES (?, ?, ?, ?)",
+                        [(cid, path, h, text) for cid, h, text in rows],
+                    )
+        except BaseException:
+            with self._pending_lock:
+                self._pending = {**pending, **self._pending}
+            raise
 
     def _fetch_texts(self, ids: list[str]) -> dict[str, str]:
         texts: dict[str, str] = {}
+        if not ids:
+            return texts  # a delta rebuilt from tokens alone does not wait for a flush's write
         with self._db.read() as conn:
             for start in range(0, len(ids), _FETCH_BATCH):
                 batch = ids[start : start + _FETCH_BATCH]

@@ -33,7 +33,14 @@ from typing import Any, ClassVar
 from pydantic import Field, ValidationError
 
 from reme_core import hookimpl
-from reme_core.components import ComponentContext, ComponentSettings, Llm, LlmUsage, ModelT
+from reme_core.components import (
+    ComponentContext,
+    ComponentSettings,
+    Llm,
+    LlmUsage,
+    ModelT,
+    required_settings,
+)
 from reme_core.errors import ConfigError
 from reme_core.settings import ComponentSelection, resolve_component
 
@@ -57,15 +64,11 @@ class CachedLlm(Llm):
     def __init__(
         self, settings: ComponentSettings | None = None, context: ComponentContext | None = None
     ):
-        if settings is None:
-            try:
-                settings = self.Settings()
-            except ValidationError:
-                raise ConfigError(
-                    "the cached llm needs settings.inner: the llm it caches, e.g. "
-                    "{name: openai, settings: {model: gpt-4o-mini}}"
-                ) from None
-        super().__init__(settings, context)
+        missing = (
+            "the cached llm needs settings.inner: the llm it caches, e.g. "
+            "{name: openai, settings: {model: gpt-4o-mini}}"
+        )
+        super().__init__(required_settings(settings, self.Settings, missing), context)
         if self.settings.inner.name == self.name:
             raise ConfigError("the cached llm cannot wrap another cached llm")
         self.inner = _build_inner(self.settings.inner, context)

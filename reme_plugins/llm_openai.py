@@ -32,8 +32,14 @@ from urllib.parse import urlsplit
 from pydantic import Field, ValidationError
 
 from reme_core import hookimpl
-from reme_core.components import ComponentContext, ComponentSettings, Llm, ModelT
-from reme_core.errors import ConfigError, LlmError
+from reme_core.components import (
+    ComponentContext,
+    ComponentSettings,
+    Llm,
+    ModelT,
+    required_settings,
+)
+from reme_core.errors import LlmError
 from reme_plugins.openai_endpoint import (
     EndpointSettings,
     api_key,
@@ -69,15 +75,11 @@ class OpenAILlm(Llm):
     def __init__(
         self, settings: ComponentSettings | None = None, context: ComponentContext | None = None
     ):
-        if settings is None:
-            try:
-                settings = self.Settings()
-            except ValidationError:
-                raise ConfigError(
-                    "the openai llm needs settings.model: the endpoint's model name "
-                    "(for example gpt-4o-mini, or qwen2.5:7b on Ollama)"
-                ) from None
-        super().__init__(settings, context)
+        missing = (
+            "the openai llm needs settings.model: the endpoint's model name "
+            "(for example gpt-4o-mini, or qwen2.5:7b on Ollama)"
+        )
+        super().__init__(required_settings(settings, self.Settings, missing), context)
         self._lock = threading.Lock()
         self._client: openai.OpenAI | None = None
         self._instructor: Any = None

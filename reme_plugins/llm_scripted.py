@@ -28,8 +28,9 @@ from reme_core.components import (
     Llm,
     ModelT,
     estimate_tokens,
+    required_settings,
 )
-from reme_core.errors import ConfigError, LlmError
+from reme_core.errors import LlmError
 
 TEXT = "text"
 """The kind of a ``complete`` call; a ``structured`` call's kind is its response model's name."""
@@ -158,12 +159,8 @@ class ScriptedLlm(ReplayLlm):
     def __init__(
         self, settings: ComponentSettings | None = None, context: ComponentContext | None = None
     ):
-        if settings is None:
-            try:
-                settings = self.Settings()
-            except ValidationError:
-                raise ConfigError("the scripted llm needs settings.path: its script file") from None
-        super().__init__(settings, context)
+        missing = "the scripted llm needs settings.path: its script file"
+        super().__init__(required_settings(settings, self.Settings, missing), context)
 
     @property
     def file(self) -> Path:

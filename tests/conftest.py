@@ -35,6 +35,7 @@ import reme_plugins.vector_local
 import reme_plugins.vector_zvec
 from reme_core import plugins as plugin_module
 from reme_core.plugins import Plugins
+from reme_core.workspace import init_workspace
 
 DEFAULT_PLUGIN_MODULES = [
     reme_plugins.chunker_markdown,
@@ -82,6 +83,14 @@ def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     plugin_module.reset_plugins()
     yield
     plugin_module.reset_plugins()
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """An empty, initialised workspace in ``tmp_path / "ws"``."""
+    ws = tmp_path / "ws"
+    init_workspace(ws)
+    return ws
 
 
 @pytest.fixture

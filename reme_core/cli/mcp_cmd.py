@@ -6,18 +6,12 @@ from pathlib import Path
 
 import click
 
-from reme_core.cli.options import config_file_option, overrides_option
+from reme_core.cli.options import config_file_option, overrides_option, workspace_option
 from reme_core.runtime import Reme
 
 
 @click.command("mcp")
-@click.option(
-    "--workspace",
-    "-w",
-    type=click.Path(file_okay=False, path_type=Path),
-    envvar="REME_WORKSPACE",
-    help="Workspace folder (env REME_WORKSPACE, else config `workspace`, else the current folder).",
-)
+@workspace_option
 @config_file_option
 @overrides_option
 def mcp_command(

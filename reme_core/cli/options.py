@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import click
-from pydantic import BaseModel
 
 from reme_core.client import RemeClient, RemoteReme, discover, token_for
 from reme_core.runtime import Reme
+from reme_core.service.operations import plain
 from reme_core.settings import load_settings
 
 config_file_option = click.option(
@@ -25,6 +25,13 @@ config_file_option = click.option(
 )
 overrides_option = click.option(
     "--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key."
+)
+workspace_option = click.option(
+    "--workspace",
+    "-w",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="REME_WORKSPACE",
+    help="Workspace folder (env REME_WORKSPACE, else config `workspace`, else the current folder).",
 )
 
 LOCAL_ENV = "REME_LOCAL"
@@ -43,13 +50,7 @@ def workspace_options(
     if func is None:
         return functools.partial(workspace_options, remote=remote)
 
-    @click.option(
-        "--workspace",
-        "-w",
-        type=click.Path(file_okay=False, path_type=Path),
-        envvar="REME_WORKSPACE",
-        help="Workspace folder (env REME_WORKSPACE, else config `workspace`, else the current folder).",
-    )
+    @workspace_option
     @config_file_option
     @overrides_option
     @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -90,18 +91,8 @@ def _served(workspace: Path | None, config_file: Path | None) -> Any:
 def emit(result: Any, as_json: bool, text: Callable[[Any], str] | None = None) -> None:
     """Print a result as JSON or through ``text`` (default: JSON anyway)."""
     if as_json or text is None:
-        click.echo(json.dumps(_plain(result), indent=2, ensure_ascii=False, default=str))
+        click.echo(json.dumps(plain(result), indent=2, ensure_ascii=False, default=str))
     else:
         output = text(result)
         if output:
             click.echo(output)
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value

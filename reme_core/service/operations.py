@@ -56,16 +56,17 @@ class Operation:
             if isinstance(payload, self.input_model)
             else self.input_model.model_validate(payload)
         )
-        return _plain(self.handler(reme, given))
+        return plain(self.handler(reme, given))
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
+    """``value`` as JSON-ready data: pydantic models dumped, lists and dicts walked."""
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
     if isinstance(value, list):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: plain(v) for k, v in value.items()}
     return value
 
 

@@ -15,7 +15,6 @@ import reme_plugins.tokenizer_hf
 from reme_core.light import AgentContext, TokenCounter
 from reme_core.plugins import Plugins
 from reme_core.runtime import Reme
-from reme_core.workspace import init_workspace
 from reme_plugins.tokenizer_estimate import EstimateTokenizer
 from tests.fake_llm import RecordingLlm, plugins_with
 
@@ -44,13 +43,6 @@ def plugins() -> Plugins:
 @pytest.fixture
 def counter() -> TokenCounter:
     return TokenCounter(EstimateTokenizer())
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    init_workspace(ws)
-    return ws
 
 
 @pytest.fixture

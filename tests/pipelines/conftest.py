@@ -11,16 +11,7 @@ from conftest import KEYWORD_ONLY_ENV
 
 from reme_core.plugins import Plugins
 from reme_core.runtime import Reme
-from reme_core.workspace import init_workspace
 from tests.fake_llm import llm_setting, write_script
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    """An empty workspace in ``tmp_path / "ws"``."""
-    ws = tmp_path / "ws"
-    init_workspace(ws)
-    return ws
 
 
 @pytest.fixture

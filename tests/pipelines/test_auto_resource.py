@@ -24,7 +24,6 @@ from reme_core.errors import (
 from reme_core.pipelines.budget import fit
 from reme_core.pipelines.engine import PipelineError
 from reme_core.runtime import Reme
-from reme_core.workspace import init_workspace
 from reme_core.workspace.hashing import content_hash
 from reme_core.workspace.notes import Note, parse_note
 from reme_plugins.auto_resource.split import pack
@@ -85,13 +84,6 @@ def open_workspace(root: Path, *overrides: str, llm: str | None = "fake_resource
         *overrides,
     ]
     return Reme.open(root, plugins=plugins, env=KEYWORD_ONLY_ENV, overrides=settings)
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    folder = tmp_path / "ws"
-    init_workspace(folder)
-    return folder
 
 
 @pytest.fixture

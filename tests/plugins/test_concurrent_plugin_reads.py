@@ -6,8 +6,10 @@ leave one thread waiting at the barrier for the other, and the barrier's deadlin
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +141,64 @@ def test_a_search_keeps_the_view_it_started_with_while_a_write_lands(
     searcher.join(DEADLINE_S)
     assert [_paths(hits) for hits in results] == [{"main.md"}]
     assert keyword.search("okapi", 5) == []
+
+
+def test_a_search_that_rebuilds_the_delta_does_not_wait_for_a_flush_writing(
+    keyword: Bm25sKeywordIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keyword.upsert("new.md", make_chunks("new.md", "a quokka on the island"))
+    writing = threading.Event()
+    release = threading.Event()
+    transaction = keyword._db.transaction
+
+    @contextmanager
+    def held_transaction() -> Iterator[sqlite3.Connection]:
+        writing.set()
+        assert release.wait(DEADLINE_S)
+        with transaction() as conn:
+            yield conn
+
+    monkeypatch.setattr(keyword._db, "transaction", held_transaction)
+    flusher = threading.Thread(target=keyword.flush, daemon=True)
+    flusher.start()
+    assert writing.wait(DEADLINE_S)
+    try:
+        [hits] = _run_all([lambda: keyword.search("quokka", 5)])  # no view: rebuilds the delta
+    finally:
+        release.set()
+    flusher.join(DEADLINE_S)
+    assert not flusher.is_alive()
+    assert _paths(hits) == {"new.md"}
+    assert keyword.stats()["unflushed_paths"] == 0
+
+
+def test_a_failed_flush_keeps_its_rows_pending_behind_newer_ones(
+    keyword: Bm25sKeywordIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keyword.upsert("new.md", make_chunks("new.md", "a quokka on the island"))
+    keyword.upsert("other.md", make_chunks("other.md", "a numbat in the scrub"))
+
+    @contextmanager
+    def failing_transaction() -> Iterator[sqlite3.Connection]:
+        # A write of the same path lands while the flush writes outside the index's lock.
+        keyword.upsert("new.md", make_chunks("new.md", "a wombat on the island"))
+        raise sqlite3.OperationalError("disk I/O error")
+        yield  # pragma: no cover
+
+    monkeypatch.setattr(keyword._db, "transaction", failing_transaction)
+    with pytest.raises(sqlite3.OperationalError):
+        keyword.flush()
+    assert keyword.stats()["unflushed_paths"] == 2
+    monkeypatch.undo()
+    keyword.close()  # flushes
+
+    reopened = Bm25sKeywordIndex(Bm25sKeywordIndex.Settings(), _context(tmp_path))
+    try:
+        assert _paths(reopened.search("numbat", 5)) == {"other.md"}
+        assert _paths(reopened.search("wombat", 5)) == {"new.md"}
+        assert reopened.search("quokka", 5) == []
+    finally:
+        reopened.close()
 
 
 # -- graph -------------------------------------------------------------------------------------

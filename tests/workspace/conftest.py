@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from reme_core.workspace import FileTools, Journal, find_state_dir, init_workspace
+from reme_core.workspace import FileTools, Journal, find_state_dir
 
 
 def snapshot(root: Path) -> dict[str, bytes | None]:
@@ -24,9 +24,7 @@ def snapshot(root: Path) -> dict[str, bytes | None]:
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    init_workspace(root)
+def workspace(root: Path) -> Path:
     return root
 
 
