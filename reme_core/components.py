@@ -40,6 +40,15 @@ class ComponentContext:
     plugins: Plugins | None = field(default=None, compare=False, repr=False)
 
 
+def settings_path(path: str, context: ComponentContext | None) -> Path:
+    """A path from a component's settings: ``~`` expanded, a relative one taken from the
+    workspace (from the working directory when built outside a workspace)."""
+    resolved = Path(path).expanduser()
+    if not resolved.is_absolute() and context is not None:
+        resolved = context.workspace / resolved
+    return resolved
+
+
 def required_settings(
     settings: ComponentSettings | None, model: type[ComponentSettings], missing: str
 ) -> ComponentSettings:
@@ -324,6 +333,15 @@ class LlmUsage(BaseModel):
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
         self.retries += other.retries
+
+    def since(self, before: LlmUsage) -> LlmUsage:
+        """What was spent between ``before`` (a copy taken earlier) and now."""
+        return LlmUsage(
+            calls=self.calls - before.calls,
+            prompt_tokens=self.prompt_tokens - before.prompt_tokens,
+            completion_tokens=self.completion_tokens - before.completion_tokens,
+            retries=self.retries - before.retries,
+        )
 
 
 ModelT = TypeVar("ModelT", bound=BaseModel)

@@ -37,7 +37,6 @@ from reme_core.components import (
     ComponentContext,
     ComponentSettings,
     Llm,
-    LlmUsage,
     ModelT,
     required_settings,
 )
@@ -164,16 +163,8 @@ class CachedLlm(Llm):
         try:
             return call()
         finally:
-            after = self.inner.usage
             with self._lock:
-                self.usage.add(
-                    LlmUsage(
-                        calls=after.calls - before.calls,
-                        prompt_tokens=after.prompt_tokens - before.prompt_tokens,
-                        completion_tokens=after.completion_tokens - before.completion_tokens,
-                        retries=after.retries - before.retries,
-                    )
-                )
+                self.usage.add(self.inner.usage.since(before))
 
 
 def _build_inner(selection: ComponentSelection, context: ComponentContext | None) -> Llm:

@@ -29,6 +29,7 @@ from reme_core.components import (
     ModelT,
     estimate_tokens,
     required_settings,
+    settings_path,
 )
 from reme_core.errors import LlmError
 
@@ -164,10 +165,7 @@ class ScriptedLlm(ReplayLlm):
 
     @property
     def file(self) -> Path:
-        path = Path(self.settings.path).expanduser()
-        if not path.is_absolute() and self.context is not None:
-            path = self.context.workspace / path
-        return path
+        return settings_path(self.settings.path, self.context)
 
     @property
     def model_id(self) -> str:

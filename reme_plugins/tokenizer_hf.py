@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from reme_core import hookimpl
-from reme_core.components import ComponentContext, ComponentSettings, Tokenizer
+from reme_core.components import ComponentContext, ComponentSettings, Tokenizer, settings_path
 from reme_core.errors import ConfigError
 
 
@@ -48,10 +48,7 @@ class HfTokenizer(Tokenizer):
 
     @property
     def file(self) -> Path:
-        path = Path(self.settings.path).expanduser()
-        if not path.is_absolute() and self.context is not None:
-            path = self.context.workspace / path
-        return path
+        return settings_path(self.settings.path, self.context)
 
     @property
     def model_id(self) -> str:

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import ValidationError
 
-from reme_core.components import LlmUsage
 from reme_core.errors import ConfigError, WorkspaceError
 from reme_core.memory import note
 from reme_core.memory.commits import Change, changing
@@ -286,7 +285,7 @@ class MemoryApi:
             existing = {loaded.record.memory_id: loaded for loaded in self.store.records(scope)[0]}
             active = [x.record for x in existing.values() if x.record.status == "active"]
             drafts = extract(llm, prompts, scope, chat, active)
-            result = MemorySummary(usage=_spent(before, llm.usage))
+            result = MemorySummary(usage=llm.usage.since(before))
             by_content = {_same(x.record.content): x.record.memory_id for x in existing.values()}
             added: dict[str, MemoryRecord] = {}
             updated: dict[str, MemoryRecord] = {}
@@ -415,15 +414,6 @@ def _messages(messages: Iterable[MemoryMessage | dict[str, Any]]) -> list[Memory
 def _same(content: str) -> str:
     """Content compared for repeats: case and spacing do not make a memory new."""
     return " ".join(content.split()).casefold()
-
-
-def _spent(before: LlmUsage, after: LlmUsage) -> LlmUsage:
-    return LlmUsage(
-        calls=after.calls - before.calls,
-        prompt_tokens=after.prompt_tokens - before.prompt_tokens,
-        completion_tokens=after.completion_tokens - before.completion_tokens,
-        retries=after.retries - before.retries,
-    )
 
 
 def _utc(moment: dt.datetime) -> dt.datetime:

@@ -92,7 +92,7 @@ def run_pipeline(reme: Reme, name: str, params: dict[str, Any]) -> PipelineResul
     if run.llm is not None:
         # Cumulative counters on a shared model: concurrent runs of one pipeline would each
         # count the other's calls. The server issue serialises runs per pipeline.
-        result.usage = _spent(usage_before, run.llm.usage)
+        result.usage = run.llm.usage.since(usage_before)
     result.verbs = list(run.verbs)
     if history_error is None:
         history_error = _record(reme, _commit_message(name, params, run.verbs), result)
@@ -120,15 +120,6 @@ def _commit_message(name: str, params: dict[str, Any], verbs: list[str]) -> str:
     if verbs:
         message += "\n\n" + "\n".join(verbs)
     return message
-
-
-def _spent(before: LlmUsage, after: LlmUsage) -> LlmUsage:
-    return LlmUsage(
-        calls=after.calls - before.calls,
-        prompt_tokens=after.prompt_tokens - before.prompt_tokens,
-        completion_tokens=after.completion_tokens - before.completion_tokens,
-        retries=after.retries - before.retries,
-    )
 
 
 def _short(value: Any) -> str:
