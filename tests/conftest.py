@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -66,6 +67,13 @@ DEFAULT_PLUGIN_MODULES = [
 ]
 
 EXAMPLE_WORKSPACE = Path(__file__).resolve().parents[1] / "examples" / "workspace"
+
+
+def copy_example(target: Path) -> Path:
+    """A copy of the example workspace at ``target`` (without its derived state); returns it."""
+    shutil.copytree(EXAMPLE_WORKSPACE, target, ignore=shutil.ignore_patterns(".reme"))
+    return target
+
 
 KEYWORD_ONLY_ENV = {"REME_COMPONENTS__EMBEDDING": "null", "REME_COMPONENTS__FILE_STORE": "null"}
 """Most tests exercise keyword search; vector tests opt in with the fast fake embedding."""

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLE_WORKSPACE, KEYWORD_ONLY_ENV
+from conftest import KEYWORD_ONLY_ENV, copy_example
 
 from reme_core.errors import ConfigError, NotFoundError, UnknownComponentError, WorkspaceError
 from reme_core.plugins import Plugins
@@ -21,7 +20,7 @@ ALL_STATUSES = SearchFilters(statuses=["active", "archived", "superseded"])
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
-    shutil.copytree(EXAMPLE_WORKSPACE, root, ignore=shutil.ignore_patterns(".reme"))
+    copy_example(root)
     return root
 
 

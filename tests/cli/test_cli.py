@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from conftest import EXAMPLE_WORKSPACE
+from conftest import copy_example
 
 from reme_core.cli import cli
 
@@ -22,7 +21,7 @@ PERF = "daily/2026-11-10/session-perf-tuning.md"
 def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One example copy for the whole module; tests that change it use their own notes."""
     root = tmp_path_factory.mktemp("cli") / "ws"
-    shutil.copytree(EXAMPLE_WORKSPACE, root, ignore=shutil.ignore_patterns(".reme"))
+    copy_example(root)
     return root
 
 

@@ -1,13 +1,12 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 from click.testing import CliRunner
+from conftest import copy_example
 
 from reme_core.cli import cli
-from tests.conftest import EXAMPLE_WORKSPACE
 
 
 def _run(*args: str) -> tuple[int, str]:
@@ -17,7 +16,7 @@ def _run(*args: str) -> tuple[int, str]:
 
 def test_links_both_ways_and_unresolved(tmp_path: Path):
     workspace = tmp_path / "ws"
-    shutil.copytree(EXAMPLE_WORKSPACE, workspace, ignore=shutil.ignore_patterns(".reme"))
+    copy_example(workspace)
     code, out = _run("links", "digest/procedure/deploy-process.md", "-w", str(workspace), "--json")
     assert code == 0, out
     data = json.loads(out)

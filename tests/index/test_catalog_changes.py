@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import threading
 from collections.abc import Iterator
 from concurrent.futures import Future
@@ -10,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import EXAMPLE_WORKSPACE, KEYWORD_ONLY_ENV
+from conftest import KEYWORD_ONLY_ENV, copy_example
 
 from reme_core.index import catalog as catalog_module
 from reme_core.index.catalog import Catalog
@@ -90,7 +89,7 @@ def test_reads_see_committed_rows_from_their_own_connections(catalog: Catalog):
 @pytest.fixture
 def reme(tmp_path: Path, default_plugins: Plugins) -> Iterator[Reme]:
     root = tmp_path / "ws"
-    shutil.copytree(EXAMPLE_WORKSPACE, root, ignore=shutil.ignore_patterns(".reme"))
+    copy_example(root)
     with Reme.open(root, plugins=default_plugins, env=KEYWORD_ONLY_ENV) as opened:
         opened.index()
         yield opened

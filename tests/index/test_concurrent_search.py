@@ -6,7 +6,6 @@ wait has a generous deadline only so that a regression fails the test instead of
 
 from __future__ import annotations
 
-import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -15,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import DEFAULT_PLUGIN_MODULES, EXAMPLE_WORKSPACE, FAKE_VECTORS, KEYWORD_ONLY_ENV
+from conftest import DEFAULT_PLUGIN_MODULES, FAKE_VECTORS, KEYWORD_ONLY_ENV
 
 from reme_core import hookimpl
 from reme_core.plugins import Plugins
@@ -59,13 +58,6 @@ def plugins() -> Plugins:
     manager.register(Extras(), name="test_extras")
     manager.collect()
     return manager
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    shutil.copytree(EXAMPLE_WORKSPACE, root, ignore=shutil.ignore_patterns(".reme"))
-    return root
 
 
 @pytest.fixture

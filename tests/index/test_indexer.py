@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,16 +22,6 @@ EXAMPLE_FILES = sorted(
 
 PERF = "daily/2026-11-10/session-perf-tuning.md"
 HEROKU = "digest/wiki/old-hosting-heroku.md"
-
-
-def copy_example(target: Path) -> Path:
-    shutil.copytree(EXAMPLE_WORKSPACE, target, ignore=shutil.ignore_patterns(".reme"))
-    return target
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    return copy_example(tmp_path / "ws")
 
 
 @pytest.fixture

@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLE_WORKSPACE, FAKE_VECTORS, KEYWORD_ONLY_ENV
+from conftest import FAKE_VECTORS, KEYWORD_ONLY_ENV
 
 from reme_core.plugins import Plugins
 from reme_core.runtime import Reme
 
 PERF = "daily/2026-11-10/session-perf-tuning.md"
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    shutil.copytree(EXAMPLE_WORKSPACE, root, ignore=shutil.ignore_patterns(".reme"))
-    return root
 
 
 @pytest.fixture

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import DEFAULT_PLUGIN_MODULES, EXAMPLE_WORKSPACE, KEYWORD_ONLY_ENV
+from conftest import DEFAULT_PLUGIN_MODULES, KEYWORD_ONLY_ENV, copy_example
 
 from reme_core.plugins import Plugins
 from reme_core.runtime import Reme
@@ -17,7 +16,7 @@ from reme_plugins.keyword_bm25s import Bm25sKeywordIndex
 @pytest.fixture
 def reme(tmp_path: Path) -> Iterator[Reme]:
     root = tmp_path / "ws"
-    shutil.copytree(EXAMPLE_WORKSPACE, root, ignore=shutil.ignore_patterns(".reme"))
+    copy_example(root)
     plugins = Plugins()
     for module in DEFAULT_PLUGIN_MODULES:
         plugins.register(module)

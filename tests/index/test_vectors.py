@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import DEFAULT_PLUGIN_MODULES, EXAMPLE_WORKSPACE, FAKE_VECTORS
+from conftest import DEFAULT_PLUGIN_MODULES, FAKE_VECTORS
 
 from reme_core import hookimpl
 from reme_core.errors import EmbeddingError, StoreBusyError
@@ -60,13 +59,6 @@ def plugins() -> Plugins:
     manager.register(Extras(), name="test_extras")
     manager.collect()
     return manager
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    shutil.copytree(EXAMPLE_WORKSPACE, root, ignore=shutil.ignore_patterns(".reme"))
-    return root
 
 
 @pytest.fixture(autouse=True)

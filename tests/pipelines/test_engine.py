@@ -1,13 +1,12 @@
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import EXAMPLE_WORKSPACE, KEYWORD_ONLY_ENV
+from conftest import KEYWORD_ONLY_ENV, copy_example
 
 from reme_core.cli import cli
 from reme_core.cli.run_cmd import parse_param
@@ -43,7 +42,7 @@ PIPELINES = [
 def reme(tmp_path: Path) -> Iterator[Reme]:
     plugins = plugins_with(Double, Boom)
     root = tmp_path / "ws"
-    shutil.copytree(EXAMPLE_WORKSPACE, root, ignore=shutil.ignore_patterns(".reme"))
+    copy_example(root)
     with Reme.open(root, plugins=plugins, env=KEYWORD_ONLY_ENV, overrides=PIPELINES) as opened:
         opened.index()
         yield opened
@@ -110,7 +109,7 @@ def test_parse_param_values_and_files(tmp_path: Path):
 
 def test_reme_run_cli(tmp_path: Path):
     root = tmp_path / "ws"
-    shutil.copytree(EXAMPLE_WORKSPACE, root, ignore=shutil.ignore_patterns(".reme"))
+    copy_example(root)
     args = ["run", "search", "-w", str(root), "--param", "query=orjson", "--param", "limit=1"]
     result = CliRunner().invoke(cli, [*args, "--json"])
     assert result.exit_code == 0, result.output

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import DEFAULT_PLUGIN_MODULES, EXAMPLE_WORKSPACE, KEYWORD_ONLY_ENV
+from conftest import DEFAULT_PLUGIN_MODULES, KEYWORD_ONLY_ENV, copy_example
 
 from reme_core.errors import SearchError
 from reme_core.plugins import Plugins
@@ -36,7 +35,7 @@ def make_plugins() -> Plugins:
 def reme(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Reme]:
     """One indexed copy of the example workspace, shared by the read-only tests below."""
     root = tmp_path_factory.mktemp("search") / "ws"
-    shutil.copytree(EXAMPLE_WORKSPACE, root, ignore=shutil.ignore_patterns(".reme"))
+    copy_example(root)
     with Reme.open(root, plugins=make_plugins(), env=KEYWORD_ONLY_ENV) as opened:
         report = opened.index()
         assert report.problems == {}
@@ -227,7 +226,7 @@ def test_limit_bounds_are_inclusive(reme: Reme) -> None:
 
 def test_tag_filter_without_a_tag_index_is_an_error(tmp_path: Path) -> None:
     root = tmp_path / "ws"
-    shutil.copytree(EXAMPLE_WORKSPACE, root, ignore=shutil.ignore_patterns(".reme"))
+    copy_example(root)
     with Reme.open(
         root, plugins=make_plugins(), env=KEYWORD_ONLY_ENV, overrides=["components.tag_index=null"]
     ) as reme:
@@ -240,7 +239,7 @@ def test_tag_filter_without_a_tag_index_is_an_error(tmp_path: Path) -> None:
 
 def test_without_a_graph_search_has_no_expansion(tmp_path: Path) -> None:
     root = tmp_path / "ws"
-    shutil.copytree(EXAMPLE_WORKSPACE, root, ignore=shutil.ignore_patterns(".reme"))
+    copy_example(root)
     with Reme.open(
         root, plugins=make_plugins(), env=KEYWORD_ONLY_ENV, overrides=["components.graph=null"]
     ) as reme:

@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from conftest import DEFAULT_PLUGIN_MODULES, EXAMPLE_WORKSPACE, KEYWORD_ONLY_ENV
+from conftest import DEFAULT_PLUGIN_MODULES, KEYWORD_ONLY_ENV, copy_example
 from fastapi.testclient import TestClient
 
 from reme_core.plugins import Plugins
@@ -37,7 +36,7 @@ def plugins(*extra: object) -> Plugins:
 
 def make_workspaces(base: Path) -> tuple[Path, Path]:
     project = base / "project"
-    shutil.copytree(EXAMPLE_WORKSPACE, project, ignore=shutil.ignore_patterns(".reme"))
+    copy_example(project)
     shared = base / "global"
     (shared / "digest" / "wiki").mkdir(parents=True)
     (shared / SHARED_NOTE).write_text(SHARED_TEXT, encoding="utf-8")

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import EXAMPLE_WORKSPACE, KEYWORD_ONLY_ENV
+from conftest import KEYWORD_ONLY_ENV, copy_example
 
 from reme_core.cli import cli
 from reme_core.server.auth import TokenStore
@@ -22,7 +21,7 @@ from tests.server.api_support import plugins
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Server]]:
     workspace = tmp_path_factory.mktemp("routing") / "ws"
-    shutil.copytree(EXAMPLE_WORKSPACE, workspace, ignore=shutil.ignore_patterns(".reme"))
+    copy_example(workspace)
     settings = load_settings(
         overrides=[f"workspace={workspace}", "server.port=0"], env=KEYWORD_ONLY_ENV
     )

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
 import sys
 import threading
 import time
@@ -17,7 +16,7 @@ import anyio
 import httpx2
 import pytest
 import uvicorn
-from conftest import EXAMPLE_WORKSPACE, KEYWORD_ONLY_ENV
+from conftest import KEYWORD_ONLY_ENV, copy_example
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
@@ -42,11 +41,6 @@ ALL_TOOLS = {*OPERATIONS, "health"}
 DEPLOY = "digest/procedure/deploy-process.md"
 READER = Principal(token_id="r", profile="read", workspaces=frozenset({"default"}))
 WRITER = Principal(token_id="w", profile="write", workspaces=frozenset({"default"}))
-
-
-def copy_example(root: Path) -> Path:
-    shutil.copytree(EXAMPLE_WORKSPACE, root, ignore=shutil.ignore_patterns(".reme"))
-    return root
 
 
 @pytest.fixture

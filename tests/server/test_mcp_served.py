@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,7 +10,7 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from conftest import EXAMPLE_WORKSPACE, KEYWORD_ONLY_ENV
+from conftest import KEYWORD_ONLY_ENV, copy_example
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -26,7 +25,7 @@ NOTE = "digest/wiki/served-over-mcp.md"
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
     workspace = tmp_path_factory.mktemp("mcp-served") / "ws"
-    shutil.copytree(EXAMPLE_WORKSPACE, workspace, ignore=shutil.ignore_patterns(".reme"))
+    copy_example(workspace)
     settings = load_settings(
         overrides=[f"workspace={workspace}", "server.port=0"], env=KEYWORD_ONLY_ENV
     )

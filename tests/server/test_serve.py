@@ -4,7 +4,6 @@ workspace, graceful stop on SIGTERM with the indexes persisted."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import stat
 import subprocess
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import EXAMPLE_WORKSPACE, KEYWORD_ONLY_ENV
+from conftest import KEYWORD_ONLY_ENV, copy_example
 
 from reme_core.errors import ConfigError
 from reme_core.runtime import Reme
@@ -73,7 +72,7 @@ def wait_for_discovery(workspace: Path, process: subprocess.Popen[str]) -> str:
 @pytest.mark.slow
 def test_serve_lifecycle(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
-    shutil.copytree(EXAMPLE_WORKSPACE, workspace, ignore=shutil.ignore_patterns(".reme"))
+    copy_example(workspace)
     first = reme_serve(workspace)
     try:
         url = wait_for_discovery(workspace, first)
@@ -181,7 +180,7 @@ def test_bad_workspace_config_refuses_to_start(
 
 def test_stop_from_another_thread_shuts_down_cleanly(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
-    shutil.copytree(EXAMPLE_WORKSPACE, workspace, ignore=shutil.ignore_patterns(".reme"))
+    copy_example(workspace)
     settings = load_settings(
         overrides=[f"workspace={workspace}", "server.port=0", "server.auth=false"],
         env=KEYWORD_ONLY_ENV,

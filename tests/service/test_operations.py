@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 
 import pytest
-from conftest import EXAMPLE_WORKSPACE, KEYWORD_ONLY_ENV
+from conftest import KEYWORD_ONLY_ENV, copy_example
 from pydantic import ValidationError
 
 from reme_core.errors import NotFoundError, PathOutsideWorkspaceError
@@ -19,7 +18,7 @@ DEPLOY = "digest/procedure/deploy-process.md"
 @pytest.fixture(scope="module")
 def reme(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Reme]:
     root = tmp_path_factory.mktemp("ops") / "ws"
-    shutil.copytree(EXAMPLE_WORKSPACE, root, ignore=shutil.ignore_patterns(".reme"))
+    copy_example(root)
     with Reme.open(root, env=KEYWORD_ONLY_ENV) as opened:
         opened.index()
         yield opened
