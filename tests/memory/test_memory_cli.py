@@ -3,23 +3,19 @@
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
 import click
 import pytest
 from click.testing import CliRunner, Result
-from conftest import KEYWORD_ONLY_ENV
 
 from reme_core.cli import RemeGroup
 from reme_core.cli.memory_cmd import COMMANDS
 from reme_core.server.auth import TokenStore
-from reme_core.server.serve import Server
-from reme_core.settings import load_settings
 from reme_core.workspace.layout import init_workspace
 from tests.memory.support import files_under, scripted
-from tests.server.api_support import plugins
+from tests.server.api_support import running_server
 
 
 @click.group(cls=RemeGroup)
@@ -139,12 +135,7 @@ def test_summarize_reads_messages_from_a_file(workspace: Path, tmp_path: Path):
 def test_with_a_server_running_commands_go_through_it(tmp_path: Path):
     root = tmp_path / "served"
     init_workspace(root)
-    settings = load_settings(overrides=[f"workspace={root}", "server.port=0"], env=KEYWORD_ONLY_ENV)
-    server = Server(settings, plugins=plugins(), echo=lambda _: None, log_level="warning")
-    thread = threading.Thread(target=server.run)
-    thread.start()
-    try:
-        assert server.ready.wait(30)
+    with running_server(root):
         tokens = TokenStore(root / ".reme")
         write, read = (tokens.create(p, ["default"])[1] for p in ("write", "read"))
 
@@ -165,6 +156,3 @@ def test_with_a_server_running_commands_go_through_it(tmp_path: Path):
         assert [hit["record"]["memory_id"] for hit in hits] == [record["memory_id"]]
         other = call(read, "memory", "list", "--user", "gina")
         assert json.loads(other.stdout)["records"] == []
-    finally:
-        server.stop()
-        thread.join(30)

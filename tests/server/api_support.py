@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from reme_core.plugins import Plugins
 from reme_core.runtime import STATE_DIR
 from reme_core.server.app import create_app
 from reme_core.server.auth import TokenStore
+from reme_core.server.serve import Server
 from reme_core.server.workspaces import WorkspaceRegistry
 from reme_core.settings import Settings, load_settings
 
@@ -104,3 +106,21 @@ def served(
             yield Served(client, registry, store, project, shared, tokens)
     finally:
         registry.close_all()
+
+
+@contextmanager
+def running_server(workspace: Path, *overrides: str) -> Iterator[Server]:
+    """A real ``reme serve`` for ``workspace`` on a free loopback port, in a thread, ready to
+    answer; stopped (in-flight work finished) after the block."""
+    settings = load_settings(
+        overrides=[f"workspace={workspace}", "server.port=0", *overrides], env=KEYWORD_ONLY_ENV
+    )
+    server = Server(settings, plugins=plugins(), echo=lambda _: None, log_level="warning")
+    thread = threading.Thread(target=server.run)
+    thread.start()
+    try:
+        assert server.ready.wait(30) and server.url is not None
+        yield server
+    finally:
+        server.stop()
+        thread.join(30)

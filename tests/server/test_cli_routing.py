@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,26 +13,15 @@ from conftest import KEYWORD_ONLY_ENV, copy_example
 from reme_core.cli import cli
 from reme_core.server.auth import TokenStore
 from reme_core.server.serve import Server
-from reme_core.settings import load_settings
-from tests.server.api_support import plugins
+from tests.server.api_support import running_server
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Server]]:
     workspace = tmp_path_factory.mktemp("routing") / "ws"
     copy_example(workspace)
-    settings = load_settings(
-        overrides=[f"workspace={workspace}", "server.port=0"], env=KEYWORD_ONLY_ENV
-    )
-    server = Server(settings, plugins=plugins(), echo=lambda _: None, log_level="warning")
-    thread = threading.Thread(target=server.run)
-    thread.start()
-    try:
-        assert server.ready.wait(30)
+    with running_server(workspace) as server:
         yield workspace, server
-    finally:
-        server.stop()
-        thread.join(30)
 
 
 def reme(workspace: Path, *args: str, **env: str) -> tuple[int, str]:

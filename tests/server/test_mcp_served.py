@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,14 +9,12 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from conftest import KEYWORD_ONLY_ENV, copy_example
+from conftest import copy_example
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from reme_core.server.auth import TokenStore
-from reme_core.server.serve import Server
-from reme_core.settings import load_settings
-from tests.server.api_support import plugins
+from tests.server.api_support import running_server
 
 NOTE = "digest/wiki/served-over-mcp.md"
 
@@ -26,18 +23,8 @@ NOTE = "digest/wiki/served-over-mcp.md"
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
     workspace = tmp_path_factory.mktemp("mcp-served") / "ws"
     copy_example(workspace)
-    settings = load_settings(
-        overrides=[f"workspace={workspace}", "server.port=0"], env=KEYWORD_ONLY_ENV
-    )
-    server = Server(settings, plugins=plugins(), echo=lambda _: None, log_level="warning")
-    thread = threading.Thread(target=server.run)
-    thread.start()
-    try:
-        assert server.ready.wait(30) and server.url is not None
+    with running_server(workspace) as server:
         yield workspace, server.url
-    finally:
-        server.stop()
-        thread.join(30)
 
 
 def session(url: str, token: str) -> dict[str, Any]:
