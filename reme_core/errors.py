@@ -35,6 +35,12 @@ class PathOutsideWorkspaceError(WorkspaceError):
     """The path escapes the workspace (or the per-call allowed paths)."""
 
 
+class InvalidPathError(WorkspaceError):
+    """The path cannot name a file at all: too long, a name over the OS limit, control bytes."""
+
+    http_status = 422
+
+
 class NotFoundError(WorkspaceError):
     """The file does not exist."""
 

@@ -253,6 +253,9 @@ class Indexer:
         return plan
 
     def _prepare_file(self, path: str, data: bytes) -> _PreparedFile:
+        refusal = self.paths.refusal(path)
+        if refusal is not None:
+            return _PreparedFile(path, problem=refusal)
         try:
             text = self._decode(path, data)
             suffix = PurePosixPath(path).suffix.lower()
@@ -382,6 +385,8 @@ class Indexer:
             self.tags.remove(path)
 
     def _read(self, path: str) -> bytes | None:
+        if self.paths.refusal(path) is not None:
+            return None  # a link into .reme/ or out of the workspace, a hard link: never read
         try:
             return (self.paths.root / path).read_bytes()
         except OSError:

@@ -3,9 +3,13 @@ from __future__ import annotations
 import datetime as dt
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from reme_core.schema.note import NoteStatus
+from reme_core.workspace.globs import InvalidGlobError, check_glob
+
+MAX_PATH_FILTERS = 64
+"""Most path filters in one search (each is matched against every candidate note)."""
 
 
 class SearchFilters(BaseModel):
@@ -13,13 +17,24 @@ class SearchFilters(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    paths: list[str] = Field(default_factory=list)
+    paths: list[str] = Field(default_factory=list, max_length=MAX_PATH_FILTERS)
     """Path prefixes or glob patterns (``daily/**``); a hit must match one."""
     tags: list[str] = Field(default_factory=list)
     tag_mode: Literal["any", "all"] = "any"
     since: dt.date | None = None
     until: dt.date | None = None
     statuses: list[NoteStatus] = Field(default_factory=lambda: ["active"])
+
+    @field_validator("paths")
+    @classmethod
+    def _globs_within_limits(cls, paths: list[str]) -> list[str]:
+        # Refused here, at the boundary, so HTTP and MCP answer 422 and the CLI one line.
+        for pattern in paths:
+            try:
+                check_glob(pattern)
+            except InvalidGlobError as exc:
+                raise ValueError(str(exc)) from None
+        return paths
 
 
 class SearchHit(BaseModel):

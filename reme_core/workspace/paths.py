@@ -5,57 +5,28 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+import stat
 from collections.abc import Iterable, Iterator, Sequence
-from functools import lru_cache
 from pathlib import Path
 
-from reme_core.errors import PathOutsideWorkspaceError
+from reme_core.errors import InvalidPathError, PathOutsideWorkspaceError, WorkspaceError
+from reme_core.workspace.globs import compile_glob, is_glob
 
 INTERNAL_DIRS: tuple[str, ...] = (".reme", ".git")
 """Folders no tool may write to: derived state (and the server token) and version history."""
 
 _GLOB_CHARS = re.compile(r"[*?\[]")
 
+MAX_PATH_BYTES = 1024
+"""Longest workspace-relative path the tools accept (UTF-8 bytes); the OS refuses far sooner
+than its PATH_MAX once the workspace's own location is added, with an unhelpful error."""
+MAX_NAME_BYTES = 255
+"""Longest file or folder name (NAME_MAX on Linux and macOS)."""
+
 
 def _normalise(path: str) -> str:
     """Turn a user path into slash-separated form; backslashes count as separators."""
     return path.replace("\\", "/")
-
-
-@lru_cache(maxsize=512)
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    """Compile a workspace glob: ``**`` crosses folders, ``*`` and ``?`` stay within one."""
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        c = pattern[i]
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif c == "*":
-            out.append("[^/]*")
-            i += 1
-        elif c == "?":
-            out.append("[^/]")
-            i += 1
-        elif c == "[":
-            end = pattern.find("]", i + 1)
-            if end == -1:
-                out.append(re.escape(c))
-                i += 1
-            else:
-                body = pattern[i + 1 : end]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append(f"[{body}]")
-                i = end + 1
-        else:
-            out.append(re.escape(c))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
 
 
 def _clean_pattern(pattern: str) -> str | None:
@@ -77,8 +48,8 @@ def path_matches(rel: str, patterns: Iterable[str]) -> bool:
             continue
         if p == "":
             return True  # "" or "/" names the whole workspace
-        if _GLOB_CHARS.search(p):
-            if _glob_regex(p).match(rel):
+        if is_glob(p):
+            if compile_glob(p).match(rel):
                 return True
         elif rel == p or rel.startswith(p + "/"):
             return True
@@ -106,6 +77,21 @@ def may_contain(rel_dir: str, patterns: Iterable[str]) -> bool:
     return False
 
 
+def _check_length(path: str) -> None:
+    """Refuse paths the OS would reject with ENAMETOOLONG, naming the limit instead."""
+    size = len(path.encode("utf-8", "surrogatepass"))
+    if size > MAX_PATH_BYTES:
+        raise InvalidPathError(
+            f"path of {size} bytes is over the {MAX_PATH_BYTES}-byte limit (starts {path[:40]!r})"
+        )
+    for name in _normalise(path).split("/"):
+        if len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+            raise InvalidPathError(
+                f"name {name[:40]!r}... in path is over the {MAX_NAME_BYTES}-byte limit for one "
+                "file or folder name"
+            )
+
+
 def is_internal(rel: str) -> bool:
     """True for paths under ``.reme/`` or ``.git/`` (or those folders themselves)."""
     first = rel.split("/", 1)[0]
@@ -125,8 +111,18 @@ class WorkspacePaths:
         *,
         allowed_paths: Sequence[str] | None = None,
         for_write: bool = False,
+        confinement: Sequence[Sequence[str]] = (),
     ) -> tuple[str, Path]:
-        """Return ``(relative POSIX path, absolute path)`` or raise PathOutsideWorkspaceError."""
+        """Return ``(relative POSIX path, absolute path)`` or raise PathOutsideWorkspaceError.
+
+        ``allowed_paths`` and each list in ``confinement`` must all allow the path, by its given
+        name and by its real location.
+
+        Symbolic links are followed for reading only when they land inside the workspace and
+        outside ``.reme/`` and ``.git/`` (and inside ``allowed_paths`` by their real location);
+        nothing is written, moved or deleted through a link. A file with more than one hard
+        link is refused either way: its other names could be anywhere, ``.reme/token`` included.
+        """
         rel = self.relative(path)
         if rel == "":
             raise PathOutsideWorkspaceError(
@@ -137,9 +133,20 @@ class WorkspacePaths:
                 f"path {path!r} is inside {rel.split('/', 1)[0]}/, which holds derived state "
                 "and cannot be written through the file tools"
             )
-        self.check_allowed(rel, allowed_paths, original=path)
+        limits = [*([allowed_paths] if allowed_paths is not None else []), *confinement]
+        for allowed in limits:
+            self.check_allowed(rel, allowed, original=path)
         absolute = self.root / rel
-        self._check_symlinks(path, absolute)
+        real_rel = self._real_relative(path, rel, absolute)
+        if real_rel != rel:
+            if for_write:
+                raise PathOutsideWorkspaceError(
+                    f"path {path!r} goes through a symbolic link (to {real_rel!r}); reme does "
+                    "not write, move or delete through links: use the real path"
+                )
+            for allowed in limits:
+                self.check_allowed(real_rel, allowed, original=path)
+        self._check_hard_links(path, absolute)
         return rel, absolute
 
     def relative(self, path: str) -> str:
@@ -150,6 +157,7 @@ class WorkspacePaths:
             raise PathOutsideWorkspaceError(f"path {path!r} contains a NUL byte")
         if path.strip() == "":
             raise PathOutsideWorkspaceError("path is empty: give a workspace-relative path")
+        _check_length(path)
         norm = _normalise(path)
         if norm.startswith("/") or re.match(r"^[A-Za-z]:/", norm):
             norm = self._absolute_to_relative(path, norm)
@@ -183,22 +191,63 @@ class WorkspacePaths:
                 f"path {original or rel!r} is outside the paths allowed for this call ({shown})"
             )
 
-    def _check_symlinks(self, original: str, absolute: Path) -> None:
-        # The deepest existing ancestor decides where the path really lands; anything it points
-        # at must stay under the real root, so a symlink cannot smuggle a write outside.
+    def _real_relative(self, original: str, rel: str, absolute: Path) -> str:
+        """Where ``absolute`` really lands, relative to the real root; raises when that is
+        outside the workspace or inside one of its internal folders."""
+        # The deepest existing ancestor decides where the path really lands; anything below it
+        # does not exist yet, so it cannot be a link.
         probe = absolute
         while not os.path.lexists(probe) and probe != self.root:
             probe = probe.parent
-        real = Path(os.path.realpath(probe))
+        real = Path(os.path.realpath(probe)) / absolute.relative_to(probe)
         if real != self.real_root and self.real_root not in real.parents:
             raise PathOutsideWorkspaceError(
                 f"path {original!r} leads outside the workspace through a symbolic link"
             )
+        real_rel = real.relative_to(self.real_root).as_posix()
+        if real_rel == ".":
+            real_rel = ""
+        if real_rel != rel and is_internal(real_rel):
+            raise PathOutsideWorkspaceError(
+                f"path {original!r} leads into {real_rel.split('/', 1)[0]}/ through a symbolic "
+                "link; that folder is not exposed"
+            )
+        return real_rel
+
+    @staticmethod
+    def _check_hard_links(original: str, absolute: Path) -> None:
+        try:
+            info = absolute.stat()
+        except OSError:
+            return  # missing (a new file) or unreadable: the tool reports that itself
+        if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+            raise PathOutsideWorkspaceError(
+                f"path {original!r} has {info.st_nlink} hard links; reme cannot tell where the "
+                "other names are (.reme/ or outside the workspace), so it does not expose it: "
+                "replace it with a copy"
+            )
+
+    def refusal(self, rel: str) -> str | None:
+        """Why the file at ``rel`` may not be read through reme, or None when it may.
+
+        The indexer and the watcher ask this before reading a file, so a link into ``.reme/``
+        or out of the workspace is never indexed (and never read).
+        """
+        try:
+            self.resolve(rel)
+        except WorkspaceError as exc:
+            return str(exc)
+        return None
 
     def is_inside(self, absolute: Path) -> bool:
-        """True when the real location of ``absolute`` is inside the workspace."""
+        """True when the real location of ``absolute`` is inside the workspace, outside its
+        internal folders (``.reme/``, ``.git/``)."""
         real = Path(os.path.realpath(absolute))
-        return real == self.real_root or self.real_root in real.parents
+        if real == self.real_root:
+            return True
+        if self.real_root not in real.parents:
+            return False
+        return not is_internal(real.relative_to(self.real_root).as_posix())
 
     def iter_files(
         self,

@@ -143,15 +143,13 @@ class FileTools:
         return all(path_matches(rel, allowed) for allowed in self._confinement)
 
     def _resolve(self, path: str, *, for_write: bool) -> tuple[str, Path]:
-        rel, absolute = self.paths.resolve(path, for_write=for_write)
+        rel, absolute = self.paths.resolve(path, for_write=for_write, confinement=self._confinement)
         if is_internal(rel):
             # .reme/ holds the server token and derived state: not readable through the tools.
             raise PathOutsideWorkspaceError(
                 f"path {path!r} is inside {rel.split('/', 1)[0]}/, "
                 "which the file tools do not expose"
             )
-        for allowed in self._confinement:
-            self.paths.check_allowed(rel, allowed, original=path)
         return rel, absolute
 
     # -- loading and checks -----------------------------------------------------------------
