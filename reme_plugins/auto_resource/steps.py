@@ -40,9 +40,10 @@ class AutoResourceStep(Step):
     settings: Settings
 
     def run(self, run: Any, state: dict[str, Any]) -> dict[str, Any]:
-        llm = run.require_llm("auto_resource")
         target = state.get("path")
+        # A bad path is the caller's mistake (4xx), whatever the model configuration says.
         rel = resource_path(run.reme.paths, target) if target is not None else None
+        llm = run.require_llm("auto_resource")
         limits = Limits(**self.settings.model_dump())
         reconciler = Reconciler(run, llm, limits)
         outcome = reconciler.reconcile_one(rel) if rel is not None else reconciler.reconcile_all()
