@@ -171,6 +171,14 @@ def _pipeline_defaults() -> dict[str, PipelineConfig]:
     }
 
 
+class ScheduledPipeline(_Strict):
+    """One configured pipeline run on a cron, with the params ``reme run --param`` would give."""
+
+    cron: str
+    pipeline: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
 class ScheduleConfig(_Strict):
     """Cron expressions (minute hour day month weekday) in ``timezone``; null turns a job off."""
 
@@ -179,6 +187,13 @@ class ScheduleConfig(_Strict):
     auto_memory_flush: str | None = "*/15 * * * *"
     """Summarise sessions whose turns have waited longer than their auto_memory step's
     ``flush_after_minutes`` (deferred by ``min_pending_turns``, or left by a failed call)."""
+    resource_inbox: str | None = None
+    """Run the ``auto_resource`` pipeline over ``resource/`` (its ``inbox/`` folder is where files
+    are meant to be dropped): new and changed files become resource notes, unchanged ones cost
+    nothing. Off by default: it needs a model."""
+    pipelines: dict[str, ScheduledPipeline] = Field(default_factory=dict)
+    """Any configured pipeline on a cron, by job name: ``{tag_nightly: {cron: "0 4 * * *",
+    pipeline: auto_tag, params: {}}}``."""
     catch_up: bool = True
     """At start, run a job once if its last scheduled time passed while the server was down."""
 

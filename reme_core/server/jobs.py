@@ -15,8 +15,13 @@ AUTO_MEMORY_STEP = "auto_memory"
 """The step whose pipelines the ``auto_memory_flush`` job sweeps (``flush: idle``)."""
 
 
+RESOURCE_PIPELINE = "auto_resource"
+"""The pipeline the ``resource_inbox`` job runs over ``resource/``."""
+
+
 def run_job(reme: Reme, name: str, now: datetime | None = None) -> JobResult:
-    """Run job ``name`` (``dream``, ``optimize`` or ``auto_memory_flush``) on ``reme``; errors
+    """Run job ``name`` (a built-in: ``dream``, ``optimize``, ``auto_memory_flush``,
+    ``resource_inbox``; or one of ``server.schedule.pipelines``) on ``reme``; errors
     propagate to the caller, which records them. ``now``: the scheduler's clock."""
     if name == "dream":
         return _dream(reme)
@@ -24,6 +29,11 @@ def run_job(reme: Reme, name: str, now: datetime | None = None) -> JobResult:
         return _optimize(reme)
     if name == "auto_memory_flush":
         return _auto_memory_flush(reme, now or utc_now())
+    if name == "resource_inbox":
+        return _pipeline(reme, RESOURCE_PIPELINE, {})
+    scheduled = reme.settings.server.schedule.pipelines.get(name)
+    if scheduled is not None:
+        return _pipeline(reme, scheduled.pipeline, dict(scheduled.params))
     raise ValueError(f"unknown scheduled job {name!r}")
 
 
@@ -79,6 +89,26 @@ def _optimize(reme: Reme) -> JobResult:
         vectors = reme.vectors.status()
         details["vectors"] = vectors.get("state")
         summary += f"; vectors {vectors.get('state')}"
+    return JobResult(summary=summary, details=details)
+
+
+def _pipeline(reme: Reme, pipeline: str, params: dict[str, Any]) -> JobResult:
+    """Any configured pipeline: its outputs' sizes, history commit, model usage."""
+    result = reme.run(pipeline, params)
+    sizes = {key: _count(value) for key, value in result.outputs.items() if _count(value)}
+    usage = result.usage
+    details: dict[str, Any] = {
+        "pipeline": pipeline,
+        "outputs": sizes,
+        "history": result.history,
+        "usage": usage.model_dump(),
+        "seconds": round(result.seconds, 2),
+    }
+    shown = ", ".join(f"{count} {key}" for key, count in sizes.items()) or "nothing to do"
+    summary = f"{pipeline}: {shown}"
+    if usage.calls:
+        tokens = usage.prompt_tokens + usage.completion_tokens
+        summary += f"; {usage.calls} model call(s), {tokens} tokens"
     return JobResult(summary=summary, details=details)
 
 

@@ -35,7 +35,8 @@ from reme_core.errors import ConfigError, RemeError
 from reme_core.settings import Settings
 from reme_core.workspace.tools import atomic_write
 
-JOBS = ("dream", "optimize", "auto_memory_flush")
+JOBS = ("dream", "optimize", "auto_memory_flush", "resource_inbox")
+"""The built-in jobs; ``server.schedule.pipelines`` adds any configured pipeline by job name."""
 STATE_FILE = "scheduler.json"
 MAX_WAIT_SECONDS = 60.0
 """The thread re-reads the clock at least this often: its wait runs on a monotonic clock, so after
@@ -122,6 +123,17 @@ def schedule_crons(settings: Settings) -> dict[str, str | None]:
     for job in JOBS:
         expr = getattr(schedule, job)
         crons[job] = None if expr is None else check_cron(job, expr)
+    for job, scheduled in schedule.pipelines.items():
+        key = f"server.schedule.pipelines.{job}"
+        if job in JOBS:
+            raise ConfigError(f"{key}: {job!r} is a built-in job's name; choose another job name")
+        if scheduled.pipeline not in settings.pipelines:
+            known = ", ".join(sorted(settings.pipelines))
+            raise ConfigError(
+                f"{key}.pipeline: no pipeline named {scheduled.pipeline!r} is configured "
+                f"(configured: {known})"
+            )
+        crons[job] = check_cron(f"pipelines.{job}.cron", scheduled.cron)
     return crons
 
 

@@ -225,13 +225,18 @@ def _mcp(registry: WorkspaceRegistry, echo: Callable[[str], None]) -> tuple[Any,
     return app, lifespan
 
 
-def _job_serial_keys(job_name: str) -> list[str]:
-    """The serial locks a scheduled job holds: its own, and for the idle flush those of the
-    pipelines it runs (an API run of the same pipeline would otherwise overlap it, and each
-    run's reported usage would count the other's model calls). Always taken in this order;
-    an API call holds one lock only, so no cycle can form."""
+def _job_serial_keys(job_name: str, settings: Settings) -> list[str]:
+    """The serial locks a scheduled job holds: its own, and those of the pipelines it runs (an
+    API run of the same pipeline would otherwise overlap it, and each run's reported usage would
+    count the other's model calls). Always taken in this order; an API call holds one lock
+    only, so no cycle can form."""
     if job_name == "auto_memory_flush":
         return [job_name, "auto_memory", "auto_memory_cc"]
+    if job_name == "resource_inbox":
+        return [job_name, "auto_resource"]
+    scheduled = settings.server.schedule.pipelines.get(job_name)
+    if scheduled is not None and scheduled.pipeline != job_name:
+        return [job_name, scheduled.pipeline]
     return [job_name]
 
 
@@ -251,7 +256,7 @@ def _schedulers(registry: WorkspaceRegistry, echo: Callable[[str], None]) -> lis
             started = time.time()
             try:
                 with ExitStack() as held:
-                    for key in _job_serial_keys(job_name):
+                    for key in _job_serial_keys(job_name, registry.settings):
                         held.enter_context(registry.serial(name, key))
                     reme = held.enter_context(registry.use(name))
                     result = run_job(reme, job_name)

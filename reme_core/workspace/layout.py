@@ -12,7 +12,7 @@ FOLDERS: tuple[str, ...] = (
     "digest/personal",
     "digest/procedure",
     "digest/wiki",
-    "resource",
+    "resource/inbox",
     "sessions",
     STATE_DIR_NAME,
 )
