@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from reme_core import hookspecs
 from reme_core.components import COMPONENT_TYPES, Component
 from reme_core.errors import DuplicateComponentError, PluginError, UnknownComponentError
+from reme_core.plugin_sources import PluginSource, source_of
 
 ENTRY_POINT_GROUP = "reme"
 
@@ -126,6 +127,13 @@ class PluginInfo:
     version: str | None
     hooks: list[str]
     modules: list[str] = field(default_factory=list)
+    source: PluginSource = field(default_factory=PluginSource)
+    """Index, local folder, VCS or archive (PEP 610's direct_url.json), with a revision."""
+
+    @property
+    def requirement(self) -> str:
+        """The line that installs this distribution again (``name @ file://...`` for a folder)."""
+        return self.source.requirement(self.name, self.version)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -133,6 +141,8 @@ class PluginInfo:
             "version": self.version,
             "hooks": self.hooks,
             "modules": self.modules,
+            "source": self.source.model_dump(exclude_none=True),
+            "requirement": self.requirement,
         }
 
 
@@ -248,7 +258,11 @@ class Plugins:
             key = _dist_name(dist) if dist else plugin_name
             if dist and _normalise(key) == "reme" and not include_defaults:
                 continue
-            info = by_dist.setdefault(key, PluginInfo(key, dist.version if dist else None, []))
+            info = by_dist.get(key)
+            if info is None:
+                source = source_of(dist) if dist else PluginSource()
+                info = PluginInfo(key, dist.version if dist else None, [], source=source)
+                by_dist[key] = info
             info.modules.append(getattr(plugin, "__name__", plugin_name))
             hooks = {c.name for c in self.pm.get_hookcallers(plugin) or []}
             info.hooks = sorted(set(info.hooks) | hooks)

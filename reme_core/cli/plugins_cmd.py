@@ -11,14 +11,19 @@ from reme_core.plugins import load_plugins
 @click.command("plugins")
 @click.option("--all", "include_all", is_flag=True, help="Include the defaults shipped with reme.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.option("--requirements", is_flag=True, help="Print name==version pins for reinstalling.")
+@click.option(
+    "--requirements",
+    is_flag=True,
+    help="Print requirement lines that install the same set: name==version for index installs, "
+    "name @ file://... or name @ git+...@rev for folders and VCS (as pip freeze does).",
+)
 def plugins_command(include_all: bool, as_json: bool, requirements: bool) -> None:
     """List plugin distributions, their versions and the hooks they implement."""
     infos = load_plugins().describe(include_defaults=include_all or requirements)
     if requirements:
         for info in infos:
-            if info.version:
-                click.echo(f"{info.name}=={info.version}")
+            if info.version or info.source.url:
+                click.echo(info.requirement)
         return
 
     def text(_: object) -> str:
