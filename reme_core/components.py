@@ -124,6 +124,11 @@ class KeywordIndex(Component, ABC):
         """Numbers for ``reme status``."""
         return {}
 
+    def chunk_ids(self) -> set[str] | None:
+        """Every chunk id the index holds (for the drift check against the catalog); None when
+        the index cannot list them cheaply, which turns the check off for it."""
+        return None
+
 
 class Graph(Component, ABC):
     """Adjacency between notes, from wikilinks. Unresolved links are kept as pending edges."""
@@ -152,6 +157,10 @@ class Graph(Component, ABC):
     def clear(self) -> None:
         """Drop everything (used by reindex)."""
 
+    def sources(self) -> set[str] | None:
+        """Every note with stored links (for the drift check); None when not listed cheaply."""
+        return None
+
 
 class TagIndex(Component, ABC):
     """Tags per note, from frontmatter ``tags``."""
@@ -175,6 +184,10 @@ class TagIndex(Component, ABC):
     @abstractmethod
     def clear(self) -> None:
         """Drop everything (used by reindex)."""
+
+    def tagged_paths(self) -> set[str] | None:
+        """Every path with at least one tag (for the drift check); None when not listed cheaply."""
+        return None
 
 
 class Embedding(Component, ABC):

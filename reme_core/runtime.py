@@ -5,6 +5,7 @@ This is the Python API; the CLI (and later the server) are thin layers over it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -139,17 +140,30 @@ class Reme:
         ``vectors``: ``"wait"`` embeds what changed before returning (``progress(done, total)``
         is called per batch), ``"background"`` embeds on a thread while keyword search already
         serves, ``"skip"`` leaves it for later (search says how much is embedded).
+        It also repairs drift (``status()["drift"]``): paths the indexes disagree about.
+        ``seconds`` covers the embedding it waited for (``embed_seconds`` of it).
         """
+        started = time.perf_counter()
         report = self.indexer.scan()
-        self._update_vectors(vectors, progress)
-        return report
+        return self._with_vectors(report, started, vectors, progress)
 
     def reindex(
         self, vectors: VectorMode = "wait", progress: Progress | None = None
     ) -> IndexReport:
         """Rebuild every projection from the notes (cached embeddings are reused)."""
+        started = time.perf_counter()
         report = self.indexer.rebuild()
-        self._update_vectors(vectors, progress)
+        return self._with_vectors(report, started, vectors, progress)
+
+    def _with_vectors(
+        self, report: IndexReport, started: float, mode: VectorMode, progress: Progress | None
+    ) -> IndexReport:
+        embedding = time.perf_counter()
+        self._update_vectors(mode, progress)
+        done = time.perf_counter()
+        if self.vectors is not None and mode == "wait":
+            report.embed_seconds = done - embedding
+        report.seconds = done - started
         return report
 
     def optimize(self) -> None:
@@ -237,10 +251,17 @@ class Reme:
             return self.graph.unresolved()
 
     def status(self) -> dict[str, Any]:
-        with self.indexer.lock.read():  # counts from one state of the index
-            return self._status()
+        # The drift check needs no pass running (one between its intent and its last flush
+        # would look interrupted); it never waits for one: it says it was skipped instead.
+        idle = self.indexer.writers.acquire(blocking=False)
+        try:
+            with self.indexer.lock.read():  # counts from one state of the index
+                return self._status(drift=idle)
+        finally:
+            if idle:
+                self.indexer.writers.release()
 
-    def _status(self) -> dict[str, Any]:
+    def _status(self, drift: bool = True) -> dict[str, Any]:
         counts = self.catalog.counts()
         return {
             "workspace": str(self.root),
@@ -253,6 +274,16 @@ class Reme:
                 else {"state": "off", "reason": "components.embedding is null"}
             ),
             "problems": self.catalog.problems(),
+            "drift": (
+                self.indexer.drift().summary()
+                if drift
+                else {
+                    "found": None,
+                    "count": None,
+                    "problems": [],
+                    "skipped": "an index pass is running",
+                }
+            ),
         }
 
     def close(self) -> None:

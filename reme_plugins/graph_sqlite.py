@@ -119,6 +119,11 @@ class SqliteGraph(Graph):
         """Every link whose target is missing or ambiguous, by source then line."""
         return self._links("WHERE state != 'resolved' ORDER BY source, line, ord", ())
 
+    def sources(self) -> set[str]:
+        """Every note with stored links."""
+        with self._read() as conn:
+            return {row[0] for row in conn.execute("SELECT DISTINCT source FROM links")}
+
     def clear(self) -> None:
         """Drop every link."""
         with self._db.transaction() as conn:

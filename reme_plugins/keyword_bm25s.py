@@ -477,6 +477,14 @@ class Bm25sKeywordIndex(KeywordIndex):
                 "unflushed_paths": len(self._pending),
             }
 
+    def chunk_ids(self) -> set[str]:
+        """Every live chunk id (main's live chunks and the delta), from memory: no disk read."""
+        with self._lock:
+            self._ensure_loaded()
+            main = self._main
+            live = {main.ids[i] for i in np.flatnonzero(main.alive)}
+            return live | set(self._delta_entries)
+
     def close(self) -> None:
         """Flush what is pending, then release the database."""
         with self._lock:

@@ -119,6 +119,11 @@ class SqliteTagIndex(TagIndex):
                 ).fetchall()
         return dict(rows)
 
+    def tagged_paths(self) -> set[str]:
+        """Every path with at least one tag."""
+        with self._db.read() as conn:
+            return {row[0] for row in conn.execute("SELECT DISTINCT path FROM tags")}
+
     def clear(self) -> None:
         """Drop every tag."""
         with self._db.transaction() as conn:

@@ -34,11 +34,14 @@ def init_command(directory: Path | None, as_json: bool) -> None:
 
 
 def _report_text(report: IndexReport) -> str:
+    repaired = f", repaired {len(report.repaired)}" if report.repaired else ""
+    embedding = f" (embedding {report.embed_seconds:.2f}s)" if report.embed_seconds else ""
     lines = [
         f"indexed {len(report.indexed)}, removed {len(report.removed)}, unchanged {report.unchanged}"
-        f" in {report.seconds:.2f}s"
+        f"{repaired} in {report.seconds:.2f}s{embedding}"
     ]
-    lines += [f"  problem: {message}" for message in report.problems.values()]
+    lines += [f"  repaired drift: {line}" for line in report.drift]
+    lines += [f"  problem: {path}: {message}" for path, message in report.problems.items()]
     return "\n".join(lines)
 
 
@@ -97,6 +100,7 @@ def status_command(opener: Callable[[], Reme], as_json: bool) -> None:
             _vectors_line(s["vectors"]),
         ]
         lines += [f"problem: {p}: {m}" for p, m in s["problems"].items()]
+        lines += [f"problem: drift: {line}" for line in s.get("drift", {}).get("problems", [])]
         lines += _schedule_lines(s["schedule"])
         return "\n".join(lines)
 

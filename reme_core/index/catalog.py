@@ -53,7 +53,10 @@ CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
 CREATE INDEX IF NOT EXISTS notes_status ON notes(status);
 CREATE INDEX IF NOT EXISTS notes_date ON notes(date);
 CREATE TABLE IF NOT EXISTS problems (path TEXT PRIMARY KEY, message TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS unsettled (path TEXT PRIMARY KEY);
 """
+_REBUILDING = "rebuilding"
+"""Meta key present while a rebuild is applied: one that never finished is done again."""
 
 
 class Catalog:
@@ -128,11 +131,47 @@ class Catalog:
             self._changed(path)
 
     def set_problem(self, path: str, message: str) -> None:
-        """Remember why a file could not be indexed (shown by ``reme status``)."""
+        """Remember why a file could not be indexed, or was indexed only in part (shown by
+        ``reme status``, after the path: the message itself does not repeat it)."""
         with self._lock:
             self._db.execute(
-                "INSERT OR REPLACE INTO problems(path, message) VALUES (?, ?)", (path, message)
+                "INSERT OR REPLACE INTO problems(path, message) VALUES (?, ?)",
+                (path, problem_message(path, message)),
             )
+
+    def begin_pass(self, paths: Iterable[str], *, rebuild: bool = False) -> None:
+        """Record, before any projection changes, which paths a pass is about to change.
+
+        The projections live in separate files and are made durable one after another; a process
+        killed in between leaves them disagreeing about these paths. ``end_pass`` forgets them
+        once every projection has persisted; whatever ``unsettled()`` still lists at the next
+        scan was interrupted, and is applied again to every projection.
+        """
+        rows = [(path,) for path in dict.fromkeys(paths)]
+        with self._lock, self._tx():
+            self._db.executemany("INSERT OR IGNORE INTO unsettled(path) VALUES (?)", rows)
+            if rebuild:
+                self._db.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES (?, '1')", (_REBUILDING,)
+                )
+
+    def end_pass(self, paths: Iterable[str], *, rebuild: bool = False) -> None:
+        """Every projection has persisted the changes to ``paths`` (all paths after a rebuild)."""
+        with self._lock, self._tx():
+            if rebuild:
+                self._db.execute("DELETE FROM unsettled")
+                self._db.execute("DELETE FROM meta WHERE key = ?", (_REBUILDING,))
+            else:
+                self._db.executemany(
+                    "DELETE FROM unsettled WHERE path = ?", [(p,) for p in dict.fromkeys(paths)]
+                )
+
+    def unsettled(self) -> tuple[set[str], bool]:
+        """Paths a pass began but never finished, and whether that pass was a rebuild."""
+        with self._read() as db:
+            paths = {row[0] for row in db.execute("SELECT path FROM unsettled")}
+            rebuild = db.execute("SELECT 1 FROM meta WHERE key = ?", (_REBUILDING,)).fetchone()
+        return paths, rebuild is not None
 
     def clear(self) -> None:
         with self._lock:
@@ -264,9 +303,27 @@ class Catalog:
             problems = db.execute("SELECT COUNT(*) FROM problems").fetchone()[0]
         return {"files": notes, "chunks": chunks, "problem_count": problems}
 
-    def problems(self) -> dict[str, str]:
+    def paths(self) -> set[str]:
+        """Every indexed path."""
         with self._read() as db:
-            return dict(db.execute("SELECT path, message FROM problems ORDER BY path"))
+            return {row[0] for row in db.execute("SELECT path FROM notes")}
+
+    def all_chunk_ids(self) -> set[str]:
+        """Every chunk id, unfiltered (cheaper than ``chunk_ids()``: no join)."""
+        with self._read() as db:
+            return {row[0] for row in db.execute("SELECT id FROM chunks")}
+
+    def tags_by_path(self) -> dict[str, list[str]]:
+        """The tags of every note that has any."""
+        with self._read() as db:
+            rows = db.execute("SELECT path, tags FROM notes WHERE tags != '[]'").fetchall()
+        return {path: json.loads(tags) for path, tags in rows}
+
+    def problems(self) -> dict[str, str]:
+        """Path -> message; messages stored by older versions lose their path prefix here."""
+        with self._read() as db:
+            rows = db.execute("SELECT path, message FROM problems ORDER BY path").fetchall()
+        return {path: problem_message(path, message) for path, message in rows}
 
     def _tx(self) -> _Transaction:
         return _Transaction(self._db)
@@ -285,6 +342,12 @@ class _Transaction:
 
     def __exit__(self, exc_type: object, *_: object) -> None:
         self._db.execute("ROLLBACK" if exc_type else "COMMIT")
+
+
+def problem_message(path: str, message: str) -> str:
+    """``message`` without a leading ``"<path>: "``: errors name their file, but every place that
+    shows a problem already prints the path in front of it."""
+    return message.removeprefix(f"{path}: ")
 
 
 def _matches_any(path: str, patterns: Sequence[str]) -> bool:

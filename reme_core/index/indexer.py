@@ -19,11 +19,14 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field
 
 from reme_core.components import Chunker, Graph, KeywordIndex, TagIndex
-from reme_core.errors import RemeError
-from reme_core.index.catalog import Catalog
+from reme_core.errors import FrontmatterError, RemeError
+from reme_core.index import drift as drift_check
+from reme_core.index.catalog import Catalog, problem_message
 from reme_core.index.rwlock import ReadWriteLock
 from reme_core.schema import Chunk, Link, NoteSummary
 from reme_core.workspace import LinkResolver, WorkspacePaths, parse_note, path_matches
+from reme_core.workspace.frontmatter import parse_frontmatter
+from reme_core.workspace.notes import normalise_status, normalise_tags, note_date
 from reme_core.workspace.wikilinks import may_resolve_to, target_names
 
 if TYPE_CHECKING:
@@ -40,7 +43,17 @@ class IndexReport(BaseModel):
     unchanged: int = 0
     relinked: int = 0
     problems: dict[str, str] = Field(default_factory=dict)
+    """Path -> what is wrong with it (the message does not repeat the path). A note whose only
+    problem is its frontmatter is indexed anyway (body as text) and listed here too."""
+    repaired: list[str] = Field(default_factory=list)
+    """Unchanged paths applied again because the indexes disagreed about them (drift) or a pass
+    was interrupted before persisting them; new and vanished files are in indexed/removed."""
+    drift: list[str] = Field(default_factory=list)
+    """The disagreements found before this pass repaired them (``reme status`` lines)."""
     seconds: float = 0.0
+    """Wall time of the whole call, embedding included when it waited for it."""
+    embed_seconds: float = 0.0
+    """Of ``seconds``, the time spent embedding after the index pass (``Reme.index``)."""
 
 
 @dataclass
@@ -52,6 +65,9 @@ class _PreparedFile:
     chunks: list[Chunk] = field(default_factory=list)
     links: list[Link] | None = None  # None: no graph, or not a note
     problem: str | None = None
+    """Why the file cannot be indexed at all."""
+    warning: str | None = None
+    """A problem that still lets the file be indexed (broken frontmatter: the text is indexed)."""
 
 
 @dataclass
@@ -63,10 +79,29 @@ class _Plan:
     relinks: dict[str, list[Link]] = field(default_factory=dict)
     vector_paths: list[str] = field(default_factory=list)
     clear_first: bool = False
+    forget: list[str] = field(default_factory=list)
+    """Paths neither on disk nor in the catalog that a projection still holds (orphans)."""
 
     @property
     def empty(self) -> bool:
-        return not (self.files or self.removed or self.relinks or self.clear_first)
+        return not (
+            self.files
+            or self.removed
+            or self.relinks
+            or self.clear_first
+            or self.forget
+            or self.vector_paths
+        )
+
+    def touched(self) -> list[str]:
+        """Every path this plan changes in some projection."""
+        return [
+            *(f.path for f in self.files),
+            *self.removed,
+            *self.forget,
+            *self.relinks,
+            *self.vector_paths,
+        ]
 
 
 class Indexer:
@@ -137,26 +172,53 @@ class Indexer:
     # -- passes ------------------------------------------------------------------------------
 
     def scan(self) -> IndexReport:
-        """Incremental pass over the whole workspace: index what changed, drop what vanished."""
+        """Incremental pass over the whole workspace: index what changed, drop what vanished,
+        and repair drift: paths the projections disagree about, or that a pass interrupted by a
+        crash left unpersisted somewhere, are applied again to every projection."""
         with self.writers:
             started = time.perf_counter()
             on_disk = self.scope_files()
+            drift = self.drift(on_disk)
+            if drift.rebuild_interrupted:
+                report = self.rebuild()
+                report.drift = drift.problems()
+                report.seconds = time.perf_counter() - started
+                return report
+            repair = drift.repair_paths()
             known = self.catalog.hashes()
             self._resolver = LinkResolver(on_disk)
             changed: dict[str, bytes] = {}
+            repaired: list[str] = []
             unchanged = 0
             for path in on_disk:
                 data = self._read(path)
                 if data is not None and known.get(path) == _hash(data):
-                    unchanged += 1
-                else:
-                    changed[path] = data if data is not None else b""
-            removed = sorted(set(known) - set(on_disk))
-            plan = self._prepare(changed, removed, added=set(on_disk) - set(known))
+                    if path not in repair:
+                        unchanged += 1
+                        continue
+                    repaired.append(path)
+                changed[path] = data if data is not None else b""
+            disk = set(on_disk)
+            removed = sorted(set(known) - disk)
+            plan = self._prepare(changed, removed, added=disk - set(known))
+            plan.forget = sorted(p for p in repair if p not in disk and p not in known)
+            if self.vectors is not None and self.vectors.available:
+                # Their vectors may be stale under the same chunk ids: store them again from the
+                # cache. Other vector drift is repaired by the reconcile that follows a scan.
+                plan.vector_paths = sorted({*repaired, *plan.forget})
             report = self._apply(plan)
+            again = set(repaired)
+            report.indexed = [p for p in report.indexed if p not in again]
+            report.repaired = sorted({*repaired, *plan.forget})
+            report.drift = drift.problems()
             report.unchanged = unchanged
             report.seconds = time.perf_counter() - started
             return report
+
+    def drift(self, on_disk: Sequence[str] | None = None) -> drift_check.Drift:
+        """Where the catalog, the projections and the files disagree (ids only; see
+        ``reme_core.index.drift``). Call under ``writers`` or the read side of ``lock``."""
+        return drift_check.measure(self, on_disk)
 
     def update(self, changed: Iterable[str], removed: Iterable[str] = ()) -> IndexReport:
         """Index the named paths now (API writes, watcher events). Missing files count as removed.
@@ -256,17 +318,24 @@ class Indexer:
         refusal = self.paths.refusal(path)
         if refusal is not None:
             return _PreparedFile(path, problem=refusal)
+        warning = None
         try:
             text = self._decode(path, data)
             suffix = PurePosixPath(path).suffix.lower()
-            summary = self._summary(path, text, data)
+            try:
+                summary = self._summary(path, text, data)
+            except FrontmatterError as exc:
+                # The note's text is still worth finding: index it (the chunker reads a broken
+                # block as text, or skips a closed one) with the fields that did parse.
+                summary = self._lenient_summary(path, text, data)
+                warning = f"{exc}; the text is indexed without its frontmatter fields"
             chunks = self.chunkers[suffix].chunk(path, text)
         except RemeError as exc:
             return _PreparedFile(path, problem=str(exc))
         links = None
         if suffix == ".md" and self.graph is not None:
             links = self._link_resolver().links_for(path, text)
-        return _PreparedFile(path, summary, list(chunks), links)
+        return _PreparedFile(path, summary, list(chunks), links, warning=warning)
 
     def _apply(self, plan: _Plan) -> IndexReport:
         """Apply ``plan`` to every projection in one exclusive hold: no reader sees it half done."""
@@ -274,20 +343,31 @@ class Indexer:
         if plan.empty:  # e.g. a watcher event for a file saved unchanged: readers go on
             self.keyword.flush()
             return report
+        # Intent first: a process killed before every projection has persisted this pass leaves
+        # these paths listed, and the next scan applies them again (see Catalog.begin_pass).
+        touched = plan.touched()
+        self.catalog.begin_pass(touched, rebuild=plan.clear_first)
         with self.lock.write(), self._forgetting_dangling_on_error():
             if plan.clear_first:
                 self._clear()
             for path in plan.removed:
                 self._forget(path)
                 report.removed.append(path)
+            for path in plan.forget:
+                self._forget(path)
             for prepared in plan.files:
                 if prepared.problem is not None:
+                    message = problem_message(prepared.path, prepared.problem)
                     self._forget(prepared.path)
-                    self.catalog.set_problem(prepared.path, prepared.problem)
-                    report.problems[prepared.path] = prepared.problem
+                    self.catalog.set_problem(prepared.path, message)
+                    report.problems[prepared.path] = message
                     continue
                 self._put(prepared)
                 report.indexed.append(prepared.path)
+                if prepared.warning is not None:
+                    message = problem_message(prepared.path, prepared.warning)
+                    self.catalog.set_problem(prepared.path, message)
+                    report.problems[prepared.path] = message
             for source, links in plan.relinks.items():
                 self._set_links(source, links)
                 report.relinked += 1
@@ -299,6 +379,7 @@ class Indexer:
         self.keyword.flush()
         if self.vectors is not None and plan.vector_paths:
             self.vectors.flush()
+        self.catalog.end_pass(touched, rebuild=plan.clear_first)
         return report
 
     def _put(self, prepared: _PreparedFile) -> None:
@@ -364,6 +445,33 @@ class Indexer:
             frontmatter=note.frontmatter,
         )
 
+    def _lenient_summary(self, path: str, text: str, data: bytes) -> NoteSummary:
+        """The catalog row of a note whose frontmatter is broken: whatever fields still parse
+        (none when the YAML itself is broken), the rest as for a note without frontmatter."""
+        try:
+            fm, _ = parse_frontmatter(text, path)
+        except FrontmatterError:
+            fm = {}
+        try:
+            status = normalise_status(fm.get("status"), path)
+        except FrontmatterError:
+            status = "active"
+        try:
+            tags = normalise_tags(fm.get("tags"), path)
+        except FrontmatterError:
+            tags = []
+        return NoteSummary(
+            path=path,
+            content_hash=_hash(data),
+            size=len(data),
+            name=_text(fm.get("name")) or _stem(path),
+            description=_text(fm.get("description")),
+            status=status,
+            date=note_date(path, fm.get("date")),
+            tags=tags,
+            frontmatter=fm,
+        )
+
     def _relinked(self, source: str) -> list[Link] | None:
         """The links of ``source`` resolved again; None when it cannot be read."""
         data = self._read(source)
@@ -418,3 +526,14 @@ class _Unindexable(RemeError):
 
 def _hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def _stem(path: str) -> str:
+    """A note's name when its frontmatter gives none: the file name without ``.md``."""
+    name = PurePosixPath(path).name
+    return name[:-3] if name.lower().endswith(".md") else name
+
+
+def _text(value: object) -> str | None:
+    text = str(value).strip() if value is not None else ""
+    return text or None

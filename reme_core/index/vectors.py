@@ -323,6 +323,20 @@ class VectorIndex:
             self._coverage = (key, (done, len(rows)))
         return self._coverage[1]
 
+    def drift(self, chunk_ids: set[str]) -> tuple[set[str], set[str]] | None:
+        """(chunks recorded as stored that the store lacks, stored chunks not in ``chunk_ids``).
+
+        Ids only. Chunks not embedded yet are not drift (``coverage`` counts them). None when
+        vectors are unavailable.
+        """
+        if not self.available or self.model_id is None:
+            return None
+        with self._lock:  # the store and its stored-marks change together under it
+            present = self.store.ids()
+            marked = self.cache.stored(self.model_id)
+        missing = {cid for cid in chunk_ids if cid in marked and cid not in present}
+        return missing, present - chunk_ids
+
     def notes(self) -> list[str]:
         """What a search response should say about this arm (partial coverage, last failure)."""
         if not self.available:

@@ -156,16 +156,21 @@ def test_bad_files_are_problems_and_the_rest_still_indexes(
         assert "max_file_bytes" in report.problems["digest/wiki/huge.md"]
         assert "UTF-8" in report.problems["digest/wiki/latin1.md"]
         assert "status" in report.problems["digest/wiki/badstatus.md"]
-        assert report.indexed == EXAMPLE_FILES
+        assert "invalid YAML" in report.problems["digest/wiki/badyaml.md"]
+        # Broken frontmatter alone does not keep a note's text out of the index.
+        readable = {"digest/wiki/badyaml.md", "digest/wiki/badstatus.md"}
+        assert report.indexed == sorted([*EXAMPLE_FILES, *readable])
 
         status = reme.status()
         assert set(status["problems"]) == set(bad)
-        assert status["files"] == len(EXAMPLE_FILES)
-        for rel in bad:
+        assert status["files"] == len(EXAMPLE_FILES) + len(readable)
+        for rel in set(bad) - readable:
             assert reme.catalog.note(rel) is None, rel
             assert rel not in chunk_paths(reme)
-        for word in ("quokkabinary", "quokkahuge", "quokkalatin", "quokkayaml", "quokkastatus"):
+        for word in ("quokkabinary", "quokkahuge", "quokkalatin"):
             assert paths_for(reme, word) == [], word
+        assert paths_for(reme, "quokkayaml") == ["digest/wiki/badyaml.md"]
+        assert paths_for(reme, "quokkastatus") == ["digest/wiki/badstatus.md"]
         assert PERF in paths_for(reme, "shared_buffers")
 
         # Fixing a file clears its problem and indexes it.
@@ -179,7 +184,7 @@ def test_bad_files_are_problems_and_the_rest_still_indexes(
 def test_a_file_that_turns_bad_loses_its_old_chunks(reme: Reme, workspace: Path) -> None:
     reme.index()
     assert PERF in paths_for(reme, "shared_buffers")
-    (workspace / PERF).write_bytes(b"---\nname: [broken\n---\nshared_buffers\n")
+    (workspace / PERF).write_bytes(b"# Perf\n\x00binary now\nshared_buffers\n")
     report = reme.index()
     assert set(report.problems) == {PERF}
     assert PERF not in paths_for(reme, "shared_buffers")
