@@ -30,6 +30,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from reme_core.config_errors import KeyPath, describe, dotted, source_of, suggest
 from reme_core.errors import ConfigError, UnknownComponentError
 from reme_core.schema import NoteStatus
+from reme_core.search.fusion import FusionMethod
 
 if TYPE_CHECKING:
     from reme_core.plugins import Plugins
@@ -133,6 +134,9 @@ class SearchConfig(_Strict):
     candidate_multiplier: int = Field(default=5, ge=1)
     candidate_cap: int = Field(default=200, ge=1)
     rrf_k: int = Field(default=60, ge=0)
+    fusion: FusionMethod = "rrf"
+    """How the arms' rankings become one (reme_core.search.fusion): rrf, convex, adaptive,
+    rerank."""
     # Equal arm weights, measured: at 0.7 the default embedding lost to BM25 alone on LongMemEval_S
     # dev (recall_any@5 0.952 vs 0.976) and a keyword-only exact match ranked below ~80 vector
     # hits; at 0.5 both shipped embeddings match or beat BM25 on every metric (issue notes).

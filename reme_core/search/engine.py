@@ -12,7 +12,7 @@ from reme_core.schema import SearchFilters, SearchHit, SearchResponse
 from reme_core.search.allowed import AllowedCache
 from reme_core.search.arms import ArmUnavailable, SearchArm
 from reme_core.search.expansion import expand_links
-from reme_core.search.fusion import reciprocal_rank_fusion
+from reme_core.search.fusion import fuse
 
 if TYPE_CHECKING:
     from reme_core.settings import SearchConfig
@@ -70,9 +70,8 @@ class Searcher:
         allowed, allowed_paths = passing.ids, passing.paths
         candidates = min(limit * self.config.candidate_multiplier, self.config.candidate_cap)
         results, degraded = self._run_arms(query, max(candidates, limit), allowed, filters)
-        ranked = {arm: [cid for cid, _ in hits] for arm, hits in results.items()}
         arm_scores = {arm: dict(hits) for arm, hits in results.items()}
-        fused = reciprocal_rank_fusion(ranked, self.weights, self.config.rrf_k)
+        fused = fuse(results, self.weights, method=self.config.fusion, k=self.config.rrf_k)
         fused = [f for f in fused if f.score >= min_score][:limit]
 
         chunks = self.catalog.chunks([f.chunk_id for f in fused])
@@ -110,7 +109,7 @@ class Searcher:
             query=query,
             hits=hits,
             linked=linked,
-            arms=list(ranked),
+            arms=list(results),
             degraded=[*self.degraded, *degraded],
         )
 

@@ -1,9 +1,32 @@
-"""Reciprocal rank fusion with scores normalised to 0..1."""
+"""Fusing the arms' rankings into one, with scores normalised to 0..1.
+
+Every method gives 1.0 to a chunk ranked first (or scored highest) by every arm that ran, so
+``min_score`` keeps its meaning with the vector arm on or off. The methods (``search.fusion``):
+
+- ``rrf``: reciprocal rank fusion, ``weight / (k + rank)`` per arm; ranks only.
+- ``convex``: each arm's scores normalised (keyword: divided by the top score, since a BM25
+  score of 0 means no match; vector: min-max over its candidates, since cosines have no natural
+  zero), then a weighted sum; uses how far apart the scores are, which ranks throw away.
+- ``adaptive``: RRF whose vector weight shrinks when the keyword arm has a clear winner (its top
+  score stands well above the rest) and grows when it has none: keyword evidence decides per
+  query how much the meaning arm may move the ranking.
+- ``rerank``: the keyword arm's candidates, reordered by the convex score of both arms; vector
+  hits the keyword arm did not find follow, so a query with no word in common still answers.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
+
+FusionMethod = Literal["rrf", "convex", "adaptive", "rerank"]
+FUSION_METHODS: tuple[str, ...] = ("rrf", "convex", "adaptive", "rerank")
+
+KEYWORD = "keyword"
+
+Ranked = Mapping[str, Sequence[tuple[str, float]]]
+"""Arm name -> ``(chunk id, arm score)`` best first."""
 
 
 @dataclass
@@ -34,5 +57,112 @@ def reciprocal_rank_fusion(
             entry.ranks[arm] = position
     for entry in fused.values():
         entry.score = min(1.0, entry.score / best_possible)
+    return _ordered(fused)
+
+
+def convex_fusion(results: Ranked, weights: Mapping[str, float]) -> list[Fused]:
+    """Weighted sum of each arm's min-max normalised scores (0 where an arm missed a chunk)."""
+    ran = [arm for arm in results if weights.get(arm, 0.0) > 0]
+    total = sum(weights[arm] for arm in ran)
+    if total <= 0:
+        return []
+    fused: dict[str, Fused] = {}
+    for arm in ran:
+        normalised = _by_top(results[arm]) if arm == KEYWORD else _min_max(results[arm])
+        for position, (chunk_id, value) in enumerate(normalised, start=1):
+            entry = fused.setdefault(chunk_id, Fused(chunk_id, 0.0))
+            entry.score += weights[arm] * value / total
+            entry.ranks[arm] = position
+    for entry in fused.values():
+        entry.score = min(1.0, entry.score)
+    return _ordered(fused)
+
+
+def keyword_evidence(hits: Sequence[tuple[str, float]], depth: int = 10) -> float:
+    """How clearly the keyword arm found something, 0..1: the top score's lead over the score
+    at ``depth`` (0 when it found nothing or everything scores alike)."""
+    if not hits:
+        return 0.0
+    top = hits[0][1]
+    if top <= 0:
+        return 0.0
+    floor = hits[min(depth, len(hits)) - 1][1]
+    return max(0.0, min(1.0, (top - floor) / top))
+
+
+def adaptive_fusion(
+    results: Ranked, weights: Mapping[str, float], k: int = 60, keyword: str = KEYWORD
+) -> list[Fused]:
+    """RRF with the non-keyword arms' weights scaled by ``1 - keyword_evidence``."""
+    if keyword not in results:
+        return reciprocal_rank_fusion(_ids(results), weights, k)
+    evidence = keyword_evidence(results[keyword])
+    scaled = {
+        arm: weight if arm == keyword else weight * (1.0 - evidence)
+        for arm, weight in weights.items()
+    }
+    if sum(scaled.get(arm, 0.0) for arm in results) <= 0:
+        scaled = dict(weights)
+    return reciprocal_rank_fusion(_ids(results), scaled, k)
+
+
+def rerank_fusion(
+    results: Ranked, weights: Mapping[str, float], keyword: str = KEYWORD
+) -> list[Fused]:
+    """The keyword arm's candidates in convex order; then the other arms' own finds."""
+    fused = convex_fusion(results, weights)
+    if keyword not in results or not results[keyword]:
+        return fused
+    found = {chunk_id for chunk_id, _ in results[keyword]}
+    first = [f for f in fused if f.chunk_id in found]
+    rest = [f for f in fused if f.chunk_id not in found]
+    # Keep scores monotonic with the order, so min_score cuts the list where it reads.
+    ceiling = min((f.score for f in first), default=1.0)
+    for entry in rest:
+        entry.score = min(entry.score, ceiling)
+    return first + rest
+
+
+def fuse(
+    results: Ranked,
+    weights: Mapping[str, float],
+    *,
+    method: FusionMethod = "rrf",
+    k: int = 60,
+) -> list[Fused]:
+    """Fuse with the configured ``method`` (see the module docstring)."""
+    fusers: dict[str, Callable[[], list[Fused]]] = {
+        "rrf": lambda: reciprocal_rank_fusion(_ids(results), weights, k),
+        "convex": lambda: convex_fusion(results, weights),
+        "adaptive": lambda: adaptive_fusion(results, weights, k),
+        "rerank": lambda: rerank_fusion(results, weights),
+    }
+    return fusers[method]()
+
+
+def _ids(results: Ranked) -> dict[str, list[str]]:
+    return {arm: [chunk_id for chunk_id, _ in hits] for arm, hits in results.items()}
+
+
+def _by_top(hits: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
+    """Scores divided by the best one (for scores whose 0 means "no match")."""
+    top = max((value for _, value in hits), default=0.0)
+    if top <= 0:
+        return [(chunk_id, 1.0) for chunk_id, _ in hits]
+    return [(chunk_id, max(0.0, value) / top) for chunk_id, value in hits]
+
+
+def _min_max(hits: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
+    """Scores mapped to 0..1 over this list (best 1.0, worst 0.0; all 1.0 when alike)."""
+    if not hits:
+        return []
+    values = [value for _, value in hits]
+    high, low = max(values), min(values)
+    if high - low <= 1e-12:
+        return [(chunk_id, 1.0) for chunk_id, _ in hits]
+    return [(chunk_id, (value - low) / (high - low)) for chunk_id, value in hits]
+
+
+def _ordered(fused: Mapping[str, Fused]) -> list[Fused]:
     # Ties broken by id so results are deterministic.
     return sorted(fused.values(), key=lambda f: (-f.score, f.chunk_id))
