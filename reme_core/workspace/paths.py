@@ -236,7 +236,8 @@ class WorkspacePaths:
         try:
             self.resolve(rel)
         except WorkspaceError as exc:
-            return str(exc)
+            # Problem lines already start with the path: say only what is wrong with it.
+            return str(exc).removeprefix(f"path {rel!r} ")
         return None
 
     def is_inside(self, absolute: Path) -> bool:
