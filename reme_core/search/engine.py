@@ -113,6 +113,13 @@ class Searcher:
             degraded=[*self.degraded, *degraded],
         )
 
+    def rank_arms(
+        self, query: str, candidates: int, filters: SearchFilters | None = None
+    ) -> dict[str, list[tuple[str, float]]]:
+        """Each arm's own ranking before fusion (benchmarks compare fusion methods on these)."""
+        filters = filters or SearchFilters(statuses=list(self.config.statuses))
+        return self._run_arms(query, candidates, self._allowed.get(filters).ids, filters)[0]
+
     def _run_arms(
         self, query: str, candidates: int, allowed: set[str], filters: SearchFilters
     ) -> tuple[dict[str, list[tuple[str, float]]], list[str]]:
