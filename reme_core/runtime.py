@@ -30,7 +30,7 @@ from reme_core.settings import (
     validate_components,
 )
 from reme_core.workspace import FileTools, Journal, WorkspacePaths
-from reme_core.workspace.history import History
+from reme_core.workspace.history import History, RevertPlan
 
 STATE_DIR = ".reme"
 VectorMode = Literal["wait", "background", "skip"]
@@ -82,7 +82,7 @@ class Reme:
             max_file_bytes=settings.index.max_file_bytes,
         )
         self.journal = Journal(self.state_dir)
-        self.history = History(self.root)
+        self.history = History(self.root, self.journal)
         self.files = FileTools(
             self.root,
             journal=self.journal,
@@ -215,12 +215,21 @@ class Reme:
         tools = self.files.confined(list(allowed_paths))
         return self.agent_wrapper.run(task, tools=tools, llm=llm if llm is not None else self.llm)
 
-    def revert(self, run: str) -> list[str]:
-        """Undo one recorded pipeline run (a new history commit) and reindex what it touched."""
+    def revert(self, run: str, *, force: bool = False, confirm: bool = False) -> list[str]:
+        """Undo one recorded run (a new history commit) and reindex what it touched.
+
+        Refused, with nothing changed, by a ``RevertRefusedError`` whose ``plan`` lists the
+        files: a snapshot of changes made outside reme unless ``force``, a revert that deletes
+        files unless ``confirm`` (``revert_preview`` says beforehand what it would do).
+        """
         with self.indexer.writers:  # no other write between the revert and its indexing
-            files = self.history.revert(run)
+            files = self.history.revert(run, force=force, confirm=confirm)
             self.indexer.update(files)
         return files
+
+    def revert_preview(self, run: str) -> RevertPlan:
+        """The files reverting ``run`` would delete, modify and restore; changes nothing."""
+        return self.history.preview(run)
 
     def watch(self, on_report: Callable[[IndexReport], None] | None = None) -> Watcher:
         """Start indexing edits made outside the API; call ``stop()`` on the result to end it."""

@@ -42,7 +42,11 @@ class RemeGroup(click.Group):
             args = ctx.meta.get("reme.args", sys.argv[1:])
             options = args[: args.index("--")] if "--" in args else args
             if "--json" in options:
-                click.echo(json.dumps({"error": {"type": type(exc).__name__, "message": str(exc)}}))
+                error = {"type": type(exc).__name__, "message": str(exc)}
+                details = getattr(exc, "details", None)  # e.g. the files a refused revert lists
+                if isinstance(details, dict):
+                    error["details"] = details
+                click.echo(json.dumps({"error": error}))
             click.echo(f"error: {exc}", err=True)
             ctx.exit(exc.exit_code)
 

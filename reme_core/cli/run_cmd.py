@@ -14,6 +14,7 @@ from reme_core.cli.options import emit, workspace_options
 from reme_core.cli.search_cmd import sync_before_search
 from reme_core.errors import RemeError
 from reme_core.runtime import Reme
+from reme_core.workspace.history import SnapshotRevertError, refusal
 
 
 def parse_param(item: str) -> tuple[str, Any]:
@@ -79,7 +80,9 @@ def run_command(
 @click.option("--limit", "-n", type=click.IntRange(min=1), default=20, show_default=True)
 @workspace_options
 def history_command(opener: Callable[[], Reme], as_json: bool, limit: int) -> None:
-    """Recorded pipeline runs and snapshots, newest first (`reme revert RUN` undoes one)."""
+    """Recorded entries, newest first, each with its kind: run, memory, writes (notes written
+    through reme between runs), snapshot (changes made outside reme), revert.
+    `reme revert RUN` undoes one; a snapshot only with --force."""
     with opener() as reme:
         entries = reme.history.entries(limit)
     emit(
@@ -87,7 +90,7 @@ def history_command(opener: Callable[[], Reme], as_json: bool, limit: int) -> No
         as_json,
         lambda es: (
             "\n".join(
-                f"{e.run}  {e.date}  {e.message}  ({len(e.files)} file(s))"
+                f"{e.run}  {e.date}  {e.kind:<8}  {e.message}  ({len(e.files)} file(s))"
                 + "".join(f"\n    {verb}" for verb in e.verbs)
                 for e in es
             )
@@ -98,14 +101,43 @@ def history_command(opener: Callable[[], Reme], as_json: bool, limit: int) -> No
 
 @click.command("revert")
 @click.argument("run")
+@click.option(
+    "--dry-run", is_flag=True, help="Only list the files the revert would delete/modify/restore."
+)
+@click.option("--yes", "-y", is_flag=True, help="Do not ask before deleting files.")
+@click.option(
+    "--force", is_flag=True, help="Revert a snapshot of changes made outside reme (undoes them)."
+)
 @workspace_options
-def revert_command(opener: Callable[[], Reme], as_json: bool, run: str) -> None:
-    """Undo one recorded run (as a new history entry) and reindex the files it changed."""
+def revert_command(
+    opener: Callable[[], Reme], as_json: bool, run: str, dry_run: bool, yes: bool, force: bool
+) -> None:
+    """Undo one recorded run (as a new history entry) and reindex the files it changed.
+
+    A revert that deletes files, or undoes a snapshot (which needs --force), lists the files
+    and asks first; --yes skips the question (under --json it is required: JSON never prompts).
+    """
     with opener() as reme:
-        files = reme.revert(run)
+        plan = reme.revert_preview(run)
+        if dry_run:
+            emit(plan, as_json, lambda p: p.describe())
+            return
+        refused = refusal(plan, force=force, confirm=yes)
+        if refused is not None and (as_json or isinstance(refused, SnapshotRevertError)):
+            raise refused  # JSON never prompts; a snapshot needs --force first
+        if not (yes or as_json) and (refused is not None or plan.kind == "snapshot"):
+            click.echo(plan.describe(), err=True)  # deletes files, or undoes edits made by hand
+            if not click.confirm("Revert?", default=False, err=True):
+                raise RemeError(f"revert of {run} cancelled; nothing was changed")
+        files = reme.revert(run, force=force, confirm=True)
     emit(
-        {"run": run, "files": files}, as_json, lambda r: f"reverted {run}: " + ", ".join(r["files"])
+        {"run": run, "kind": plan.kind, "files": files, **plan.model_dump(include=_CHANGES)},
+        as_json,
+        lambda r: f"reverted {run}: " + ", ".join(r["files"]),
     )
+
+
+_CHANGES = {"deleted", "modified", "restored"}
 
 
 COMMANDS = [run_command, history_command, revert_command]

@@ -1,7 +1,7 @@
 """Memory changes in the workspace's version history, one commit per call.
 
-Like a pipeline run, a change first commits what was edited by hand since the last commit (so
-reverting the memory change leaves those edits alone), then commits itself with a message
+Like a pipeline run, a change first commits what changed since the last commit (so reverting
+the memory change leaves those changes alone), then commits itself with a message
 ``reme history`` shows. History is a record, not a precondition: when git is missing or fails
 the change stands and the result says why no commit was made.
 """
@@ -18,8 +18,6 @@ from reme_core.workspace.history import HistoryError
 
 if TYPE_CHECKING:
     from reme_core.runtime import Reme
-
-SNAPSHOT = "reme: snapshot of changes made outside reme"
 
 
 class Change:
@@ -52,7 +50,7 @@ def changing(reme: Reme, scope: MemoryScope) -> Iterator[Change]:
     with named_lock(reme.state_dir, f"memory:{scope.memory_type}:{scope.value}"):
         change = Change(reme, scope)
         try:
-            reme.history.record(SNAPSHOT)
+            reme.history.snapshot()  # reme's writes and hand edits, as separate entries
         except HistoryError as exc:
             change.error = str(exc)
         yield change

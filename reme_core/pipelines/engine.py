@@ -56,7 +56,7 @@ def run_pipeline(reme: Reme, name: str, params: dict[str, Any]) -> PipelineResul
     state: dict[str, Any] = dict(params)
     result = PipelineResult(pipeline=name, params=_echo(params))
     started = time.perf_counter()
-    history_error = _record(reme, "reme: snapshot of changes made outside reme")
+    history_error = _snapshot(reme)
     run = PipelineRun(reme=reme, name=name, llm=reme.llm_for(name))
     usage_before = run.llm.usage.model_copy() if run.llm is not None else LlmUsage()
     for i, selection in enumerate(pipelines[name].steps):
@@ -98,6 +98,17 @@ def run_pipeline(reme: Reme, name: str, params: dict[str, Any]) -> PipelineResul
         history_error = _record(reme, _commit_message(name, params, run.verbs), result)
     result.history_error = history_error
     return result
+
+
+def _snapshot(reme: Reme) -> str | None:
+    """Commit what changed since the last commit (reme's own writes, and edits made outside
+    reme, as separate entries), so the run's commit holds only the run's changes; return an
+    error message instead of raising."""
+    try:
+        reme.history.snapshot()
+    except HistoryError as exc:
+        return str(exc)
+    return None
 
 
 def _record(reme: Reme, message: str, result: PipelineResult | None = None) -> str | None:

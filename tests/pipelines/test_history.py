@@ -63,7 +63,7 @@ def test_a_run_that_writes_is_recorded_and_revertible(reme: Reme):
     assert entries[0].files == ["daily/2026-11-29/run.md"]
     # A hand edit after the run must survive reverting it.
     (reme.root / "digest/wiki/keep.md").write_text("# Keep\n\nedited by hand\n", encoding="utf-8")
-    assert reme.revert(result.history) == ["daily/2026-11-29/run.md"]
+    assert reme.revert(result.history, confirm=True) == ["daily/2026-11-29/run.md"]
     assert not (reme.root / "daily/2026-11-29/run.md").exists()
     assert "edited by hand" in (reme.root / "digest/wiki/keep.md").read_text()
     assert reme.search("narwhal").hits == []  # reindexed
@@ -114,7 +114,7 @@ def test_conflicting_revert_changes_nothing(reme: Reme):
     result = reme.run("note", {"path": "digest/wiki/c.md", "content": "# C\n\nfrom the run\n"})
     (reme.root / "digest/wiki/c.md").write_text("# C\n\nrewritten by hand\n", encoding="utf-8")
     with pytest.raises(HistoryError, match="cannot be reverted cleanly"):
-        reme.revert(result.history)
+        reme.revert(result.history, confirm=True)
     assert (reme.root / "digest/wiki/c.md").read_text() == "# C\n\nrewritten by hand\n"
 
 
