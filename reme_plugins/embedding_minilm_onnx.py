@@ -108,7 +108,7 @@ class MiniLMOnnxEmbedding(Embedding):
         """The installed package the weights come from (see the module's docstring)."""
         threads: int | None = Field(None, ge=1)
         """Runs in parallel for a passage batch; None: one per core."""
-        batch_size: int = Field(16, ge=1, le=1024)
+        batch_size: int = Field(8, ge=1, le=1024)
         """Texts per run for the float32 model (a quantized model runs one text at a time)."""
         cache_dir: str | None = None
         """Where built models are kept; None: ``$XDG_CACHE_HOME/reme/models`` or
@@ -224,9 +224,17 @@ class MiniLMOnnxEmbedding(Embedding):
     def _workers(self) -> ThreadPoolExecutor:
         with self._lock:
             if self._pool is None:
-                threads = self.settings.threads or os.cpu_count() or 1
+                threads = self.settings.threads or _cores()
                 self._pool = ThreadPoolExecutor(threads, thread_name_prefix="minilm-onnx")
             return self._pool
+
+
+def _cores() -> int:
+    """Cores this process may run on (its affinity, not the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on every platform
+        return os.cpu_count() or 1
 
 
 # -- tokenizer ---------------------------------------------------------------------------------

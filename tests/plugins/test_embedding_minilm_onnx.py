@@ -280,3 +280,34 @@ def test_settings_reject_unknown_keys() -> None:
         MiniLMOnnxEmbedding.Settings.model_validate({"no_such_key": 1})
     with pytest.raises(ValidationError):
         MiniLMOnnxEmbedding.Settings(source="elsewhere")
+
+
+def test_a_workspace_indexes_and_searches_with_it(tmp_path: Path, model_cache: Path) -> None:
+    from conftest import DEFAULT_PLUGIN_MODULES
+
+    from reme_core.runtime import Reme
+    from reme_core.workspace import init_workspace
+
+    plugins = Plugins()
+    for module in DEFAULT_PLUGIN_MODULES:
+        plugins.register(module)
+    root = tmp_path / "ws"
+    init_workspace(root)
+    notes = {
+        "cabin.md": "# Cabin\n\nThe wireless password at the lake cabin is comet-otter-89.\n",
+        "garden.md": "# Garden\n\nTomatoes need staking before the first summer storms.\n",
+    }
+    for name, text in notes.items():
+        (root / name).write_text(text, encoding="utf-8")
+    overrides = [
+        "components.embedding.name=minilm-onnx",
+        f"components.embedding.settings.cache_dir={model_cache}",
+        "components.file_store.name=local",
+    ]
+    with Reme.open(root, overrides=overrides, plugins=plugins, env={}) as reme:
+        reme.index()
+        vectors = reme.status()["vectors"]
+        assert vectors["model"].startswith("all-MiniLM-L6-v2/onnx-")
+        assert vectors["embedded"] == vectors["total"] == len(notes)
+        hits = reme.search("how do I get on the internet at the lakeside house", limit=1).hits
+        assert hits[0].path == "cabin.md" and hits[0].arm_ranks == {"vector": 1}
