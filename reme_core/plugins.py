@@ -52,6 +52,10 @@ class Registered(Generic[T]):
     name: str
     cls: type[T]
     provider: str
+    distribution: str | None = None
+    """The distribution that registered it (a module registered directly: its plugin name)."""
+    version: str | None = None
+    """That distribution's version; None for a module registered directly."""
 
 
 class Registry(Generic[T]):
@@ -62,7 +66,13 @@ class Registry(Generic[T]):
         self.base = base
         self._items: dict[str, Registered[T]] = {}
 
-    def add(self, cls: type[T], provider: str) -> None:
+    def add(
+        self,
+        cls: type[T],
+        provider: str,
+        distribution: str | None = None,
+        version: str | None = None,
+    ) -> None:
         if not (isinstance(cls, type) and issubclass(cls, self.base)):
             raise PluginError(
                 f"plugin {provider!r} registered {cls!r} as a {self.kind}, "
@@ -82,7 +92,7 @@ class Registry(Generic[T]):
                 f"two plugins register the {self.kind} {name!r}: {first!r} and {provider!r}; "
                 f"uninstall or block one (REME_BLOCK_PLUGINS)"
             )
-        self._items[name] = Registered(name, cls, provider)
+        self._items[name] = Registered(name, cls, provider, distribution, version)
 
     def get(self, name: str) -> type[T]:
         return self.entry(name).cls
@@ -211,7 +221,8 @@ class Plugins:
             registry = self.registries[kind]
             for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
                 provider = self.provider_name(impl.plugin_name)
-                impl.function(register=_bind(registry.add, provider))
+                dist, version = self.distribution_of(impl.plugin_name)
+                impl.function(register=_bind(registry.add, provider, dist, version))
         self.commands = []
         for impl in self.pm.hook.register_commands.get_hookimpls():
             provider = self.provider_name(impl.plugin_name)
@@ -244,6 +255,15 @@ class Plugins:
                 return f"{_dist_name(dist)} ({plugin_name})"
         return plugin_name
 
+    def distribution_of(self, plugin_name: str) -> tuple[str, str | None]:
+        """``(distribution, version)`` of a registered plugin; a module registered directly
+        (no distribution) is named by its plugin name, without a version."""
+        plugin = self.pm.get_plugin(plugin_name)
+        for candidate, dist in self.pm.list_plugin_distributions():
+            if candidate is plugin:
+                return _dist_name(dist), dist.version
+        return plugin_name, None
+
     # -- listing -----------------------------------------------------------------------------
 
     def describe(self, include_defaults: bool = False) -> list[PluginInfo]:
@@ -271,9 +291,9 @@ class Plugins:
         return sorted(by_dist.values(), key=lambda i: i.name.lower())
 
 
-def _bind(add: Callable[[Any, str], None], provider: str) -> Callable[[Any], None]:
+def _bind(add: Callable[..., None], provider: str, *source: str | None) -> Callable[[Any], None]:
     def register(cls: Any) -> None:
-        add(cls, provider)
+        add(cls, provider, *source)
 
     return register
 

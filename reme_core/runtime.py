@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from reme_core.components import AgentResult, AgentTask, ComponentContext, Llm
-from reme_core.errors import ConfigError, WorkspaceError
+from reme_core.errors import ConfigError, SearchError, WorkspaceError
 from reme_core.index.catalog import Catalog
 from reme_core.index.embedding_cache import EmbeddingCache
 from reme_core.index.indexer import Indexer, IndexReport
 from reme_core.index.vectors import Progress, VectorIndex
 from reme_core.index.watcher import Watcher
 from reme_core.pipelines.engine import PipelineResult, run_pipeline
+from reme_core.pipelines.search import SEARCH_PIPELINE, in_search_pipeline, run_search_pipeline
 from reme_core.plugins import Plugins, load_plugins
 from reme_core.schema import Link, SearchFilters, SearchResponse
 from reme_core.search.arms import KeywordArm, SearchArm, VectorArm
@@ -182,6 +183,35 @@ class Reme:
         filters: SearchFilters | None = None,
         expand: bool | None = None,
     ) -> SearchResponse:
+        """The search every surface serves (HTTP, MCP, ``reme search``, ``memory_search``): the
+        configured ``pipelines.search`` pipeline, by default the shipped ``search`` step, which
+        is ``engine_search``. The arguments reach its steps as the search step's params."""
+        if not query or not query.strip():
+            raise SearchError("empty query")
+        if SEARCH_PIPELINE not in self.settings.pipelines or in_search_pipeline(self):
+            # No search pipeline configured, or a step of it searching: the engine itself.
+            return self.engine_search(
+                query, limit=limit, min_score=min_score, filters=filters, expand=expand
+            )
+        params: dict[str, Any] = {"query": query}
+        for key, value in (("limit", limit), ("min_score", min_score), ("expand", expand)):
+            if value is not None:
+                params[key] = value
+        if filters is not None:
+            params.update(filters.model_dump())
+        return run_search_pipeline(self, params)
+
+    def engine_search(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        min_score: float | None = None,
+        filters: SearchFilters | None = None,
+        expand: bool | None = None,
+    ) -> SearchResponse:
+        """Hybrid search by the engine itself, whatever ``pipelines.search`` says: what the
+        ``search`` step runs, and what internal lookups (dream candidates, memory records) use."""
         with self.indexer.lock.read():  # many searches at once; never a half-applied write
             return self.searcher.search(
                 query, limit=limit, min_score=min_score, filters=filters, expand=expand

@@ -3,6 +3,11 @@
 Params (state keys): ``query`` (required), ``limit``, ``min_score``, ``paths``, ``tags``,
 ``tag_mode``, ``since``, ``until``, ``statuses``, ``expand``. Adds ``search`` (the response).
 Benchmark forks (``search_v2``) register their own step under another name.
+
+``pipelines.search`` is the search every surface serves (``Reme.search``: HTTP, MCP,
+``reme search``, ``memory_search``), so a step selected there is what agents get; a step that
+replaces this one must add ``search`` as a ``SearchResponse`` too. This step calls
+``Reme.engine_search``, the engine without the pipeline.
 """
 
 from __future__ import annotations
@@ -36,7 +41,8 @@ class SearchStep(Step):
             filters = SearchFilters(**given)
         except ValidationError as exc:
             raise SearchError("; ".join(e["msg"] for e in exc.errors())) from None
-        response = reme.search(
+        # The engine itself: ``reme.search`` is the served search, which runs this pipeline.
+        response = reme.engine_search(
             query,
             limit=state.get("limit"),
             min_score=state.get("min_score"),

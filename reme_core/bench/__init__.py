@@ -32,6 +32,8 @@ from reme_core.bench.manifest import (
     GitState,
     Manifest,
     PluginPin,
+    SearchPipeline,
+    StepPin,
     build_manifest,
     current_command,
     dataset_file,
@@ -39,6 +41,7 @@ from reme_core.bench.manifest import (
     environment_notes,
     git_state,
     plugin_pins,
+    search_pipeline,
 )
 from reme_core.bench.metrics import (
     LME_KS,
@@ -78,6 +81,8 @@ __all__ = [
     "PluginPin",
     "ResolvedConfig",
     "RunResult",
+    "SearchPipeline",
+    "StepPin",
     "aggregate",
     "build_manifest",
     "capture_manifest",
@@ -101,6 +106,7 @@ __all__ = [
     "resolve_config",
     "retrieval_metrics",
     "run_items",
+    "search_pipeline",
     "select_items",
     "side_by_side",
     "with_llm_cache",

@@ -2,7 +2,8 @@
 
 ``build_manifest`` collects: the installed plugin distributions with versions (what
 ``reme plugins --requirements`` pins, the shipped ``reme`` included), the effective config
-(secrets redacted), the named config it came from, the git revision of reme's source (or of the
+(secrets redacted), the search pipeline every search surface runs with the distribution of each
+of its steps, the named config it came from, the git revision of reme's source (or of the
 working directory), each dataset file's sha256, the reme and Python versions, the date, and the
 command line that reruns it. ``diff_manifests`` says, one line per difference, what stands
 between a recorded run and this machine.
@@ -23,6 +24,7 @@ import click
 from pydantic import BaseModel, Field
 
 import reme_core
+from reme_core.pipelines.search import SEARCH_PIPELINE
 from reme_core.plugins import Plugins
 from reme_core.settings import Settings, redacted
 
@@ -32,6 +34,22 @@ class PluginPin(BaseModel):
 
     distribution: str
     version: str | None = None
+
+
+class StepPin(BaseModel):
+    """One step of the search pipeline and the distribution that registered it."""
+
+    step: str
+    distribution: str | None = None
+    """None when no loaded plugin registers the step."""
+    version: str | None = None
+
+
+class SearchPipeline(BaseModel):
+    """The pipeline every search surface runs (``pipelines.search``), hence what a run measured."""
+
+    name: str = SEARCH_PIPELINE
+    steps: list[StepPin] = Field(default_factory=list)
 
 
 class GitState(BaseModel):
@@ -53,6 +71,8 @@ class Manifest(BaseModel):
     plugins: list[PluginPin] = Field(default_factory=list)
     config: dict[str, Any] = Field(default_factory=dict)
     """The effective settings (``redacted``), workspace left out: each item gets its own."""
+    search_pipeline: SearchPipeline | None = None
+    """The search pipeline's steps and who provides each; None when none is configured."""
     config_name: str | None = None
     """The named config or config file the run selected (None: the defaults)."""
     overrides: list[str] = Field(default_factory=list)
@@ -85,6 +105,7 @@ def build_manifest(
     return Manifest(
         plugins=plugin_pins(plugins),
         config=config_dump(settings),
+        search_pipeline=search_pipeline(settings, plugins),
         config_name=config_name,
         overrides=list(overrides),
         git=git_state(repo_dir),
@@ -99,6 +120,26 @@ def plugin_pins(plugins: Plugins) -> list[PluginPin]:
         PluginPin(distribution=info.name, version=info.version)
         for info in plugins.describe(include_defaults=True)
     ]
+
+
+def search_pipeline(
+    settings: Settings, plugins: Plugins, name: str = SEARCH_PIPELINE
+) -> SearchPipeline | None:
+    """Pipeline ``name``'s steps, each with the distribution (and version) registering it."""
+    config = settings.pipelines.get(name)
+    if config is None:
+        return None
+    registry = plugins.registry("step")
+    steps = []
+    for selection in config.steps:
+        if selection.name in registry:
+            entry = registry.entry(selection.name)
+            steps.append(
+                StepPin(step=entry.name, distribution=entry.distribution, version=entry.version)
+            )
+        else:
+            steps.append(StepPin(step=selection.name))
+    return SearchPipeline(name=name, steps=steps)
 
 
 def config_dump(settings: Settings) -> dict[str, Any]:
@@ -156,6 +197,7 @@ def diff_manifests(recorded: Manifest, current: Manifest) -> list[str]:
         lines.append(f"config name: {recorded.config_name} -> {current.config_name}")
     if recorded.overrides != current.overrides:
         lines.append(f"overrides: {recorded.overrides} -> {current.overrides}")
+    lines += _diff_search_pipeline(recorded.search_pipeline, current.search_pipeline)
     lines += _diff_config(recorded.config, current.config)
     lines += _diff_datasets(recorded.datasets, current.datasets)
     return lines
@@ -189,6 +231,29 @@ def _diff_plugins(recorded: list[PluginPin], current: list[PluginPin]) -> list[s
         elif before.version != after.version:
             lines.append(f"plugin {after.distribution}: {before.version} -> {after.version}")
     return lines
+
+
+def _diff_search_pipeline(
+    recorded: SearchPipeline | None, current: SearchPipeline | None
+) -> list[str]:
+    # Who provides each step, and which version: the plugin list alone does not say which
+    # distribution's step the search ran. A manifest recorded before this field existed (None)
+    # is not a difference; a search pipeline added or removed shows in the config.
+    if recorded is None or current is None:
+        return []
+
+    def text(pipeline: SearchPipeline | None) -> str:
+        if pipeline is None:
+            return "none"
+        return ", ".join(
+            f"{s.step} ({s.distribution or 'not installed'}"
+            + (f" {s.version}" if s.version else "")
+            + ")"
+            for s in pipeline.steps
+        )
+
+    before, after = text(recorded), text(current)
+    return [] if before == after else [f"search pipeline: {before} -> {after}"]
 
 
 _ABSENT = object()

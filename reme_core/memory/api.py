@@ -230,7 +230,7 @@ class MemoryApi:
             raise WorkspaceError("query is empty: say what to look for")
         if not 1 <= limit <= MAX_RETRIEVE:
             raise WorkspaceError(f"limit must be between 1 and {MAX_RETRIEVE}, got {limit}")
-        response = self.reme.search(
+        response = self.reme.engine_search(
             query,
             # Hits are chunks and a record may have several; a few spare ones cover those and
             # notes that fail the scope check.

@@ -105,7 +105,7 @@ class Integrator:
     def find_candidates(self, unit: DreamUnit) -> list[Candidate]:
         """The digest nodes search finds for the unit, best first, with their full text."""
         filters = SearchFilters(paths=list(DIGEST_FOLDERS), statuses=["active"])
-        response = self.reme.search(
+        response = self.reme.engine_search(
             f"{unit.name}\n{unit.summary}",
             limit=min(self.candidates * 4, 200),
             filters=filters,

@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
+import importlib.metadata
+import importlib.util
 import subprocess
 from pathlib import Path
 
 import pytest
 
+import reme_core
 from reme_core.bench import (
     DatasetFile,
     GitState,
     Manifest,
     PluginPin,
+    SearchPipeline,
+    StepPin,
     build_manifest,
     dataset_file,
     diff_manifests,
     environment_notes,
     git_state,
+    search_pipeline,
 )
 from reme_core.plugins import Plugins
 from reme_core.settings import load_settings
@@ -143,3 +149,59 @@ def test_git_and_python_are_notes_not_differences() -> None:
     notes = environment_notes(_manifest(), other)
     assert notes[0] == "git: 111111111111 -> 222222222222 (dirty)"
     assert notes[1].startswith("python: ") and notes[1].endswith("-> 3.99.0")
+
+
+# -- the search pipeline -----------------------------------------------------------------------
+
+
+def test_the_search_pipeline_names_each_step_and_its_distribution(
+    default_plugins: Plugins,
+) -> None:
+    manifest = build_manifest(
+        settings=load_settings(env={}), plugins=default_plugins, command=["bench"]
+    )
+    # Registered directly (no distribution): the module name, no version.
+    assert manifest.search_pipeline == SearchPipeline(
+        name="search",
+        steps=[StepPin(step="search", distribution="reme_plugins.step_search", version=None)],
+    )
+    assert search_pipeline(
+        load_settings(overrides=["pipelines.search.steps=[{name: nowhere}]"], env={}),
+        default_plugins,
+    ) == SearchPipeline(steps=[StepPin(step="nowhere")])
+
+
+def test_installed_distributions_provide_search_and_search_v2() -> None:
+    if importlib.util.find_spec("reme_lme") is None:
+        pytest.skip("reme-lme is not installed (tox installs it: pip install ./plugins/lme)")
+    plugins = Plugins()
+    plugins.load_entry_points(allow={"reme", "reme-lme"})
+    plugins.collect()
+    settings = load_settings(
+        overrides=["pipelines.search.steps=[{name: search}, {name: search_v2}]"], env={}
+    )
+    recorded = search_pipeline(settings, plugins)
+    assert recorded == SearchPipeline(
+        steps=[
+            StepPin(step="search", distribution="reme", version=reme_core.__version__),
+            StepPin(
+                step="search_v2",
+                distribution="reme-lme",
+                version=importlib.metadata.version("reme-lme"),
+            ),
+        ]
+    )
+
+
+def test_who_provides_a_search_step_is_a_difference() -> None:
+    ours = SearchPipeline(
+        steps=[StepPin(step="search_v2", distribution="reme-lme", version="0.1.0")]
+    )
+    fork = SearchPipeline(
+        steps=[StepPin(step="search_v2", distribution="my-fork", version="0.1.0")]
+    )
+    assert diff_manifests(_manifest(search_pipeline=ours), _manifest(search_pipeline=fork)) == [
+        "search pipeline: search_v2 (reme-lme 0.1.0) -> search_v2 (my-fork 0.1.0)"
+    ]
+    # A manifest recorded before the search pipeline was recorded can still be reproduced.
+    assert diff_manifests(_manifest(), _manifest(search_pipeline=ours)) == []

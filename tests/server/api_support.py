@@ -109,13 +109,18 @@ def served(
 
 
 @contextmanager
-def running_server(workspace: Path, *overrides: str) -> Iterator[Server]:
+def running_server(
+    workspace: Path, *overrides: str, manager: Plugins | None = None
+) -> Iterator[Server]:
     """A real ``reme serve`` for ``workspace`` on a free loopback port, in a thread, ready to
-    answer; stopped (in-flight work finished) after the block."""
+    answer; stopped (in-flight work finished) after the block. ``manager``: its plugins
+    (default: the shipped ones)."""
     settings = load_settings(
         overrides=[f"workspace={workspace}", "server.port=0", *overrides], env=KEYWORD_ONLY_ENV
     )
-    server = Server(settings, plugins=plugins(), echo=lambda _: None, log_level="warning")
+    server = Server(
+        settings, plugins=manager or plugins(), echo=lambda _: None, log_level="warning"
+    )
     thread = threading.Thread(target=server.run)
     thread.start()
     try:
