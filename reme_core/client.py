@@ -21,6 +21,7 @@ import httpx
 
 from reme_core import errors
 from reme_core.errors import RemeError
+from reme_core.index.indexer import IndexReport
 from reme_core.pipelines.engine import PipelineResult
 from reme_core.schema import SearchFilters, SearchResponse
 from reme_core.server.discovery import Discovery, read_discovery
@@ -217,8 +218,10 @@ class RemoteReme:
     def status(self) -> dict[str, Any]:
         return self.client.call("status", {})
 
-    def reindex(self) -> Any:
-        return self.client.call("reindex", {})
+    def reindex(self, vectors: Any = None, progress: Any = None) -> IndexReport:
+        """Rebuild on the server (it embeds in the background: ``vectors`` and ``progress`` are
+        the in-process call's, and do not apply)."""
+        return IndexReport.model_validate(self.client.call("reindex", {}))
 
     def close(self) -> None:
         self.client.close()

@@ -72,8 +72,10 @@ EXAMPLE_WORKSPACE = Path(__file__).resolve().parents[1] / "examples" / "workspac
 
 
 def copy_example(target: Path) -> Path:
-    """A copy of the example workspace at ``target`` (without its derived state); returns it."""
+    """A copy of the example workspace at ``target`` (without its derived state, but with an
+    empty ``.reme/``: the CLI works only on a workspace); returns it."""
     shutil.copytree(EXAMPLE_WORKSPACE, target, ignore=shutil.ignore_patterns(".reme"))
+    (target / ".reme").mkdir()
     return target
 
 

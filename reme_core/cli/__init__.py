@@ -46,8 +46,9 @@ class RemeGroup(click.Group):
                 details = getattr(exc, "details", None)  # e.g. the files a refused revert lists
                 if isinstance(details, dict):
                     error["details"] = details
-                click.echo(json.dumps({"error": error}))
-            click.echo(f"error: {exc}", err=True)
+                click.echo(json.dumps({"error": error}))  # stdout only: one error, one place
+            else:
+                click.echo(f"error: {exc}", err=True)
             ctx.exit(exc.exit_code)
 
 

@@ -141,7 +141,7 @@ def _check_text(result: dict[str, Any]) -> str:
 @click.option("--recent-max-bytes", type=int, default=100 * 1024, show_default=True)
 @click.option("--old-max-bytes", type=int, default=3000, show_default=True)
 @click.option("--retention-days", type=float, default=3.0, show_default=True)
-@workspace_options
+@workspace_options(writes=False)
 def compact_tool_results_command(
     opener: Callable[[], Reme],
     as_json: bool,
@@ -180,7 +180,7 @@ def compact_tool_results_command(
 @click.option("--max-input-length", type=int, default=128_000, show_default=True)
 @click.option("--compact-ratio", type=float, default=0.7, show_default=True)
 @click.option("--language", type=click.Choice(["en", "zh"]), help="Default: config language.")
-@workspace_options
+@workspace_options(writes=False)
 def compact_command(
     opener: Callable[[], Reme],
     as_json: bool,

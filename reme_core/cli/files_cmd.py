@@ -27,7 +27,7 @@ hash_option = click.option(
 @click.argument("path")
 @click.option("--start-line", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--end-line", type=click.IntRange(min=1))
-@workspace_options(remote=True)
+@workspace_options(remote=True, writes=False)
 def read_command(
     opener: Callable[[], Reme], as_json: bool, path: str, start_line: int, end_line: int | None
 ) -> None:
@@ -128,7 +128,7 @@ def frontmatter_command(
                 f"--field {item!r}: frontmatter keys are top-level names, not dotted paths"
             )
         updates[keys[0]] = value
-    with opener() as reme:
+    with opener(writes=bool(updates or removals)) as reme:
         if not updates and not removals:
             stat = reme.files.stat(path)
             emit(
@@ -191,7 +191,7 @@ def delete_command(
 @click.command("ls")
 @click.argument("path", required=False, default="")
 @click.option("--recursive", "-r", is_flag=True)
-@workspace_options(remote=True)
+@workspace_options(remote=True, writes=False)
 def ls_command(opener: Callable[[], Reme], as_json: bool, path: str, recursive: bool) -> None:
     """List files and folders (skips .reme, .git and hidden files)."""
     with opener() as reme:
@@ -207,7 +207,7 @@ def ls_command(opener: Callable[[], Reme], as_json: bool, path: str, recursive: 
 
 @click.command("stat")
 @click.argument("path")
-@workspace_options(remote=True)
+@workspace_options(remote=True, writes=False)
 def stat_command(opener: Callable[[], Reme], as_json: bool, path: str) -> None:
     """Size, hash, modification time, line count and frontmatter of a file."""
     with opener() as reme:

@@ -46,7 +46,9 @@ def _report_text(report: IndexReport) -> str:
 
 
 @click.command("index")
-@workspace_options
+@workspace_options(
+    busy="its watcher already indexes every edit (`reme reindex` rebuilds through it)"
+)
 def index_command(opener: Callable[[], Reme], as_json: bool) -> None:
     """Index what changed since the last run (by content hash)."""
     with opener() as reme:
@@ -59,15 +61,17 @@ def _progress(done: int, total: int) -> None:
 
 
 @click.command("reindex")
-@workspace_options
+@workspace_options(remote=True)
 def reindex_command(opener: Callable[[], Reme], as_json: bool) -> None:
-    """Rebuild every projection from the notes."""
+    """Rebuild every projection from the notes (through the server when one is running)."""
     with opener() as reme:
         emit(reme.reindex(progress=_progress), as_json, _report_text)
 
 
 @click.command("optimize")
-@workspace_options
+@workspace_options(
+    busy="it optimizes on its schedule (server.schedule), or stop it and run this again"
+)
 def optimize_command(opener: Callable[[], Reme], as_json: bool) -> None:
     """Compact incremental index state (the keyword index's delta segment)."""
     with opener() as reme:
@@ -83,7 +87,7 @@ def optimize_command(opener: Callable[[], Reme], as_json: bool) -> None:
 
 
 @click.command("status")
-@workspace_options(remote=True)
+@workspace_options(remote=True, writes=False)
 def status_command(opener: Callable[[], Reme], as_json: bool) -> None:
     """Files, chunks, index state, unresolved links, files that could not be indexed, and the
     schedule: each job's last run (and its result) and next run."""
@@ -151,7 +155,7 @@ def _vectors_line(vectors: dict) -> str:
 
 
 @click.command("watch")
-@workspace_options
+@workspace_options(busy="its watcher already indexes every edit made in this workspace")
 def watch_command(opener: Callable[[], Reme], as_json: bool) -> None:
     """Index now, then keep indexing edits made outside reme until interrupted."""
     with opener() as reme:

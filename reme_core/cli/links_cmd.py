@@ -10,6 +10,7 @@ from reme_core.cli.options import emit, workspace_options
 from reme_core.errors import RemeError
 from reme_core.runtime import Reme
 from reme_core.schema import Link
+from reme_core.server.discovery import lock_held
 
 
 def _describe(link: Link) -> str:
@@ -20,7 +21,7 @@ def _describe(link: Link) -> str:
 @click.command("links")
 @click.argument("path", required=False)
 @click.option("--unresolved", is_flag=True, help="List every missing or ambiguous link instead.")
-@workspace_options
+@workspace_options(writes=False)
 def links_command(
     opener: Callable[[], Reme], as_json: bool, path: str | None, unresolved: bool
 ) -> None:
@@ -28,7 +29,8 @@ def links_command(
     if bool(path) == unresolved:
         raise RemeError("give either a PATH or --unresolved")
     with opener() as reme:
-        reme.index()
+        if not lock_held(reme.root):  # else the server's watcher keeps the links current
+            reme.index()
         if unresolved:
             result = {"unresolved": reme.unresolved_links()}
         else:

@@ -6,7 +6,12 @@ from pathlib import Path
 
 import click
 
-from reme_core.cli.options import config_file_option, overrides_option, workspace_option
+from reme_core.cli.options import (
+    config_file_option,
+    open_workspace,
+    overrides_option,
+    workspace_option,
+)
 from reme_core.runtime import Reme
 
 
@@ -23,7 +28,10 @@ def mcp_command(
     # other command would pay at startup.
     from reme_core.server.mcp_server import DEFAULT_WORKSPACE, run_stdio
 
-    with Reme.open(workspace, config_file=config_file, overrides=overrides) as reme:
+    reme: Reme = open_workspace(
+        workspace, config_file, overrides, busy="connect the client to {url}/mcp instead"
+    )
+    with reme:
         # Catch up with edits made while no server ran; vectors embed in the background.
         reme.index(vectors="background")
         # A session lasts as long as the client: keep the index current with outside edits.

@@ -129,7 +129,7 @@ def add_command(
 @memory_group.command("get")
 @click.argument("memory_id")
 @scope_options
-@workspace_options(remote=True)
+@workspace_options(remote=True, writes=False)
 def get_command(opener: Callable[[], Any], as_json: bool, memory_id: str, **scope: Any) -> None:
     """Show one memory of the scope."""
     with opener() as reme:
@@ -205,7 +205,7 @@ def delete_all_command(opener: Callable[[], Any], as_json: bool, **scope: Any) -
 @click.option("--sort-key", default="updated", show_default=True, help="Or metadata.<key>.")
 @click.option("--reverse/--no-reverse", default=True, show_default=True)
 @click.option("--limit", type=click.IntRange(min=1, max=1000))
-@workspace_options(remote=True)
+@workspace_options(remote=True, writes=False)
 def list_command(opener: Callable[[], Any], as_json: bool, **given: Any) -> None:
     """List the memories of one scope."""
     filters: dict[str, Any] = {
@@ -235,7 +235,7 @@ def list_command(opener: Callable[[], Any], as_json: bool, **given: Any) -> None
 @scope_options
 @click.option("--limit", type=click.IntRange(min=1, max=50), default=5, show_default=True)
 @click.option("--min-score", type=click.FloatRange(0, 1))
-@workspace_options(remote=True)
+@workspace_options(remote=True, writes=False)
 def retrieve_command(opener: Callable[[], Any], as_json: bool, query: str, **given: Any) -> None:
     """Search the memories of one scope."""
     with opener() as reme:

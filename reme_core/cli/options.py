@@ -11,10 +11,13 @@ from typing import Any
 
 import click
 
-from reme_core.client import RemeClient, RemoteReme, discover, token_for
-from reme_core.runtime import Reme
+from reme_core.client import RemeClient, RemoteReme, token_for
+from reme_core.errors import WorkspaceError
+from reme_core.plugins import load_plugins
+from reme_core.runtime import STATE_DIR, Reme
+from reme_core.server.discovery import Discovery, ServerRunningError, lock_held, read_discovery
 from reme_core.service.operations import plain
-from reme_core.settings import load_settings
+from reme_core.settings import Settings, load_settings
 
 config_file_option = click.option(
     "--config",
@@ -31,24 +34,82 @@ workspace_option = click.option(
     "-w",
     type=click.Path(file_okay=False, path_type=Path),
     envvar="REME_WORKSPACE",
-    help="Workspace folder (env REME_WORKSPACE, else config `workspace`, else the current folder).",
+    help="Workspace folder (env REME_WORKSPACE, else config `workspace`, else the nearest folder "
+    "holding .reme/ from here up).",
 )
 
+
+class NotAWorkspaceError(WorkspaceError):
+    """The command was not pointed at a workspace (a folder holding ``.reme/``)."""
+
+
 LOCAL_ENV = "REME_LOCAL"
-"""Set to 1 to make every command work in-process even when a server is running."""
+"""Set to 1 to make commands work in-process even when a server is running (read-only ones only:
+a command that writes is refused while a server owns the workspace)."""
+
+
+def find_workspace(start: Path) -> Path | None:
+    """The nearest folder at or above ``start`` that holds ``.reme/`` (as git finds a repo)."""
+    for folder in (start, *start.parents):
+        if (folder / STATE_DIR).is_dir():
+            return folder
+    return None
+
+
+def locate_workspace(
+    workspace: Path | None, settings: Settings, *, may_be_new: bool = False
+) -> Path:
+    """The workspace a command works on; creates nothing.
+
+    ``-w``/``REME_WORKSPACE``, else config ``workspace``, must name a workspace (a folder holding
+    ``.reme/``; with ``may_be_new`` any existing folder will do: ``reme serve -w DIR`` makes it
+    one). Without either, the nearest folder holding ``.reme/`` from the current
+    one up. Anything else is refused, naming ``reme init`` and ``-w``: a command run in the wrong
+    folder must not make it a workspace and index everything below it.
+    """
+    if workspace is not None:
+        root = workspace.expanduser().resolve()
+    elif settings.workspace is not None:
+        root = settings.workspace_path()
+    else:
+        here = Path.cwd().resolve()
+        found = find_workspace(here)
+        if found is None:
+            raise NotAWorkspaceError(
+                f"not in a reme workspace: neither {here} nor a folder above it holds {STATE_DIR}/; "
+                "make one with `reme init [DIR]`, or name one with -w DIR (or REME_WORKSPACE)"
+            )
+        return found
+    if not root.is_dir():
+        raise NotAWorkspaceError(
+            f"workspace {root} does not exist; create it with `reme init {root}`"
+        )
+    if not may_be_new and not (root / STATE_DIR).is_dir():
+        raise NotAWorkspaceError(
+            f"{root} is not a reme workspace (it has no {STATE_DIR}/ folder); "
+            f"make it one with `reme init {root}`, or name another with -w DIR"
+        )
+    return root
 
 
 def workspace_options(
-    func: Callable[..., Any] | None = None, *, remote: bool = False
+    func: Callable[..., Any] | None = None,
+    *,
+    remote: bool = False,
+    writes: bool = True,
+    busy: str = "",
 ) -> Callable[..., Any]:
     """Add --workspace, --config, --set and --json, and pass an opener for the workspace.
 
-    With ``remote=True`` the opener returns a ``RemoteReme`` when a server is running for the
-    workspace (its writes then go through the one writer, and are indexed there), unless
-    ``--set`` asks for a different configuration or ``REME_LOCAL=1``.
+    ``opener()`` finds the workspace (``locate_workspace``) and opens it. While a server holds
+    the workspace it is the one writer: with ``remote=True`` the opener returns a ``RemoteReme``
+    (writes go through the server and are indexed there) unless ``--set`` asks for a different
+    configuration or ``REME_LOCAL=1``; otherwise a command that ``writes`` (``opener(writes=...)``
+    decides per call) is refused, naming the server (``busy`` says what to do instead; ``{url}``
+    in it is the server's address), and a read-only one runs in-process.
     """
     if func is None:
-        return functools.partial(workspace_options, remote=remote)
+        return functools.partial(workspace_options, remote=remote, writes=writes, busy=busy)
 
     @workspace_option
     @config_file_option
@@ -62,30 +123,70 @@ def workspace_options(
         as_json: bool,
         **kwargs: Any,
     ) -> Any:
-        def opener() -> Reme:
-            if remote and not overrides:
-                served = _served(workspace, config_file)
-                if served is not None:
-                    return served
-            return Reme.open(workspace, config_file=config_file, overrides=overrides)
+        def opener(*, writes: bool = writes) -> Any:
+            return open_workspace(
+                workspace, config_file, overrides, remote=remote, writes=writes, busy=busy
+            )
 
         return func(opener=opener, as_json=as_json, **kwargs)
 
     return wrapper
 
 
-def _served(workspace: Path | None, config_file: Path | None) -> Any:
-    """A ``RemoteReme`` for the server serving this workspace, or None to work in-process."""
-    if os.environ.get(LOCAL_ENV, "").strip() in ("1", "true", "yes"):
-        return None
-    settings = load_settings(config_file)
-    root = workspace.expanduser().resolve() if workspace is not None else settings.workspace_path()
-    info = discover(root)
+def open_workspace(
+    workspace: Path | None,
+    config_file: Path | None,
+    overrides: tuple[str, ...],
+    *,
+    remote: bool = False,
+    writes: bool = True,
+    busy: str = "",
+) -> Any:
+    """A ``Reme`` (in-process) or a ``RemoteReme`` (through the server that owns the workspace);
+    see ``workspace_options``."""
+    settings = load_settings(config_file, overrides)
+    root = locate_workspace(workspace, settings)
+    if lock_held(root):
+        info = read_discovery(root)
+        local = _local_asked()
+        if remote and not overrides and not local and info is not None:
+            # The server may serve this folder under another name than its default workspace.
+            client = RemeClient(info.url, token_for(root, info), workspace=info.workspace)
+            return RemoteReme(client, info, settings, root)
+        if writes:
+            raise ServerRunningError(_second_writer(root, info, remote, overrides, local, busy))
+    settings = settings.model_copy(update={"workspace": root})
+    return Reme(settings, load_plugins())
+
+
+def _local_asked() -> bool:
+    return os.environ.get(LOCAL_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def _second_writer(
+    root: Path,
+    info: Discovery | None,
+    remote: bool,
+    overrides: tuple[str, ...],
+    local: bool,
+    busy: str,
+) -> str:
     if info is None:
-        return None
-    # The server may serve this folder under another name than its default workspace.
-    client = RemeClient(info.url, token_for(root, info), workspace=info.workspace)
-    return RemoteReme(client, info, settings, root)
+        return (
+            f"a reme server is starting for {root} (it holds {STATE_DIR}/server.lock but has not "
+            f"written {STATE_DIR}/server.json yet); retry in a moment"
+        )
+    ctx = click.get_current_context(silent=True)
+    command = " ".join(["reme", *(ctx.command_path.split()[1:] if ctx else ["..."])])
+    where = f"{root} is served by the reme server at {info.url} (pid {info.pid})"
+    if remote:
+        asked = " and ".join(
+            what for what, given in ((f"{LOCAL_ENV}=1", local), ("--set", bool(overrides))) if given
+        )
+        advice = f"without {asked} it goes through that server; or stop the server first"
+    else:
+        advice = (busy or "stop the server first, or use its HTTP API or MCP").format(url=info.url)
+    return f"{where}; `{command}` would be a second writer beside it: {advice}"
 
 
 def emit(result: Any, as_json: bool, text: Callable[[Any], str] | None = None) -> None:

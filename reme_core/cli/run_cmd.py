@@ -78,7 +78,7 @@ def run_command(
 
 @click.command("history")
 @click.option("--limit", "-n", type=click.IntRange(min=1), default=20, show_default=True)
-@workspace_options
+@workspace_options(writes=False)
 def history_command(opener: Callable[[], Reme], as_json: bool, limit: int) -> None:
     """Recorded entries, newest first, each with its kind: run, memory, writes (notes written
     through reme between runs), snapshot (changes made outside reme), revert.
@@ -108,7 +108,7 @@ def history_command(opener: Callable[[], Reme], as_json: bool, limit: int) -> No
 @click.option(
     "--force", is_flag=True, help="Revert a snapshot of changes made outside reme (undoes them)."
 )
-@workspace_options
+@workspace_options(busy="stop it first: a revert rewrites notes and reindexes them")
 def revert_command(
     opener: Callable[[], Reme], as_json: bool, run: str, dry_run: bool, yes: bool, force: bool
 ) -> None:

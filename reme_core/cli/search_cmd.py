@@ -13,6 +13,7 @@ from reme_core.client import RemoteReme
 from reme_core.errors import SearchError
 from reme_core.runtime import Reme
 from reme_core.schema import SearchFilters, SearchResponse
+from reme_core.server.discovery import lock_held
 
 
 def _date(_: click.Context, param: click.Parameter, value: str | None) -> dt.date | None:
@@ -40,7 +41,7 @@ def _date(_: click.Context, param: click.Parameter, value: str | None) -> dt.dat
 )
 @click.option("--no-expand", is_flag=True, help="Skip one-hop link expansion.")
 @click.option("--no-sync", is_flag=True, help="Skip the incremental index pass before searching.")
-@workspace_options(remote=True)
+@workspace_options(remote=True, writes=False)
 def search_command(
     opener: Callable[[], Reme],
     as_json: bool,
@@ -56,7 +57,8 @@ def search_command(
     no_expand: bool,
     no_sync: bool,
 ) -> None:
-    """Search the workspace (keyword arm; fused scores 0..1; filters applied inside each arm)."""
+    """Hybrid search of the workspace: keyword (BM25) and vector arms fused by reciprocal rank
+    (scores 0..1, 1 = ranked first by every arm that ran); filters are applied inside each arm."""
     with opener() as reme:
         try:
             filters = SearchFilters(
@@ -84,8 +86,10 @@ SEARCH_EMBED_BUDGET = 256
 
 def sync_before_search(reme: Reme) -> None:
     """Catch up with edits made outside reme; embed them too when that is cheap."""
-    if isinstance(reme, RemoteReme):
-        return  # the server's watcher keeps its index current
+    if isinstance(reme, RemoteReme) or lock_held(reme.root):
+        # The server's watcher keeps its index current; in-process beside it (REME_LOCAL=1)
+        # this command only reads: the server is the one writer.
+        return
     reme.index(vectors="skip")
     if reme.vectors is not None and reme.vectors.available:
         done, total = reme.vectors.coverage()

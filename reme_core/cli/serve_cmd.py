@@ -9,8 +9,7 @@ from typing import Any
 
 import click
 
-from reme_core.cli.options import config_file_option, emit, overrides_option
-from reme_core.errors import WorkspaceError
+from reme_core.cli.options import config_file_option, emit, locate_workspace, overrides_option
 from reme_core.plugins import load_plugins
 from reme_core.runtime import STATE_DIR
 from reme_core.server.auth import ALL_WORKSPACES, TOKEN_ENV, TokenInfo, TokenStore
@@ -20,12 +19,22 @@ from reme_core.settings import Settings, load_settings
 LOG_LEVELS = ["critical", "error", "warning", "info", "debug"]
 
 
-def _config_options(folder_flag: str, folder_help: str) -> Callable[..., Any]:
-    """The folder option (named ``folder_flag``), --config and --set; passes ``settings``."""
+def _config_options(
+    folder_help: str, *, may_be_new: bool = False, old_name: bool = False
+) -> Callable[..., Any]:
+    """-w/--workspace (and the deprecated -r/--root), --config and --set; passes ``settings``
+    whose ``workspace`` is the folder found (``locate_workspace``).
+
+    ``may_be_new``: a folder named with -w, REME_WORKSPACE or config need not be a workspace yet
+    (``reme serve -w DIR`` serves a folder of notes as is: the server creates ``.reme/``). Without
+    one, the workspace is found from the current folder up.
+    ``old_name``: also accept the hidden, deprecated -r/--root (``reme token``'s old flag).
+    """
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
         @click.option(
-            *folder_flag.split("/"),
+            "--workspace",
+            "-w",
             "folder",
             type=click.Path(file_okay=False, path_type=Path),
             envvar="REME_WORKSPACE",
@@ -35,13 +44,32 @@ def _config_options(folder_flag: str, folder_help: str) -> Callable[..., Any]:
         @overrides_option
         @functools.wraps(func)
         def wrapper(
-            folder: Path | None, config_file: Path | None, overrides: tuple[str, ...], **kw: Any
+            folder: Path | None,
+            config_file: Path | None,
+            overrides: tuple[str, ...],
+            old_folder: Path | None = None,
+            **kw: Any,
         ) -> Any:
+            if old_folder is not None:
+                if folder is not None:
+                    raise click.UsageError(
+                        "give -w/--workspace (-r/--root is its old name), not both"
+                    )
+                folder = old_folder
             settings = load_settings(config_file, overrides)
-            if folder is not None:
-                settings = settings.model_copy(update={"workspace": folder.expanduser().resolve()})
+            named = folder is not None or settings.workspace is not None
+            root = locate_workspace(folder, settings, may_be_new=may_be_new and named)
+            settings = settings.model_copy(update={"workspace": root})
             return func(settings=settings, **kw)
 
+        if old_name:
+            return click.option(
+                "--root",
+                "-r",
+                "old_folder",
+                type=click.Path(file_okay=False, path_type=Path),
+                hidden=True,
+            )(wrapper)
         return wrapper
 
     return decorate
@@ -60,8 +88,9 @@ def _config_options(folder_flag: str, folder_help: str) -> Callable[..., Any]:
     help="Server log verbosity.",
 )
 @_config_options(
-    "--workspace/-w",
-    "Workspace folder to serve as 'default' (env REME_WORKSPACE, else config, else here).",
+    "Workspace folder to serve as 'default' (env REME_WORKSPACE, else config; a folder named so "
+    "becomes a workspace if it is not one yet), else the nearest folder holding .reme/ from here up.",
+    may_be_new=True,
 )
 def serve_command(settings: Settings, host: str | None, port: int | None, log_level: str) -> None:
     """Serve the HTTP API, MCP (at /mcp), the watcher and the scheduler on one port."""
@@ -70,7 +99,12 @@ def serve_command(settings: Settings, host: str | None, port: int | None, log_le
     update = {k: v for k, v in (("host", host), ("port", port)) if v is not None}
     if update:
         settings = settings.model_copy(update={"server": settings.server.model_copy(update=update)})
-    Server(settings, plugins=load_plugins(), log_level=log_level, echo=_echo_err).run()
+    root = settings.workspace_path()
+    fresh = not (root / STATE_DIR).is_dir()
+    server = Server(settings, plugins=load_plugins(), log_level=log_level, echo=_echo_err)
+    if fresh:  # the configuration is sound: from here on the folder is a workspace
+        _echo_err(f"{root} is not a reme workspace yet: serving it makes it one ({STATE_DIR}/)")
+    server.run()
 
 
 def _echo_err(message: str) -> None:
@@ -83,17 +117,13 @@ def token_group() -> None:
 
 
 _TOKEN_FOLDER = (
-    "--root/-r",
-    "The served workspace folder whose .reme/ keeps the tokens "
-    "(env REME_WORKSPACE, else config, else here).",
+    "The served workspace folder whose .reme/ keeps the tokens (env REME_WORKSPACE, else "
+    "config, else the nearest folder holding .reme/ from here up)."
 )
 
 
 def _store(settings: Settings) -> TokenStore:
-    root = settings.workspace_path()
-    if not root.is_dir():
-        raise WorkspaceError(f"workspace {root} does not exist; create it with `reme init {root}`")
-    return TokenStore(root / STATE_DIR)
+    return TokenStore(settings.workspace_path() / STATE_DIR)
 
 
 @token_group.command("create")
@@ -105,16 +135,17 @@ def _store(settings: Settings) -> TokenStore:
     "frontmatter, auto_memory*, auto_resource; admin: everything (move, delete, reindex, dream).",
 )
 @click.option(
-    "--workspace",
+    "--workspace-name",
     "workspaces",
     multiple=True,
     metavar="NAME",
-    help=f"A workspace name the token may use (repeat for more; default: {DEFAULT!r}).",
+    help="A served workspace name the token may use (repeat for more; default: "
+    f"{DEFAULT!r}; the names are the server's: {DEFAULT!r} and server.workspaces).",
 )
 @click.option("--all-workspaces", is_flag=True, help="Every workspace, including ones added later.")
 @click.option("--note", default="", help="What the token is for (shown by `reme token list`).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@_config_options(*_TOKEN_FOLDER)
+@_config_options(_TOKEN_FOLDER, old_name=True)
 def token_create(
     settings: Settings,
     profile: str,
@@ -125,7 +156,7 @@ def token_create(
 ) -> None:
     """Create a token and print its secret (shown once: only its hash is kept)."""
     if all_workspaces and workspaces:
-        raise click.UsageError("give --workspace NAME or --all-workspaces, not both")
+        raise click.UsageError("give --workspace-name NAME or --all-workspaces, not both")
     names = [ALL_WORKSPACES] if all_workspaces else list(workspaces or [DEFAULT])
     known = [DEFAULT, *settings.server.workspaces]
     token_id, secret = _store(settings).create(profile, names, note, known=known)
@@ -143,7 +174,7 @@ def token_create(
 
 @token_group.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@_config_options(*_TOKEN_FOLDER)
+@_config_options(_TOKEN_FOLDER, old_name=True)
 def token_list(settings: Settings, as_json: bool) -> None:
     """Tokens (id, profile, workspaces, created, note); never their secrets."""
     emit(_store(settings).list_tokens(), as_json, _token_lines)
@@ -161,7 +192,7 @@ def _token_lines(tokens: list[TokenInfo]) -> str:
 @token_group.command("revoke")
 @click.argument("token_id")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@_config_options(*_TOKEN_FOLDER)
+@_config_options(_TOKEN_FOLDER, old_name=True)
 def token_revoke(settings: Settings, token_id: str, as_json: bool) -> None:
     """Revoke a token; a running server refuses it from its next request."""
     _store(settings).revoke(token_id)

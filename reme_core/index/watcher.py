@@ -16,6 +16,11 @@ from watchdog.observers import Observer
 
 OnBatch = Callable[[list[str]], None]
 
+READ_ONLY_EVENTS = frozenset({"opened", "closed_no_write"})
+"""inotify reports a file opened for reading, and closed unchanged: indexing reads every file it
+is handed, so reacting to these made each pass schedule the next one, forever (and two watchers
+on one folder fed each other). Only changes count."""
+
 
 class Watcher(FileSystemEventHandler):
     """Collects touched paths and hands them to ``on_batch`` after a quiet period."""
@@ -43,7 +48,7 @@ class Watcher(FileSystemEventHandler):
         self.flush()
 
     def on_any_event(self, event: FileSystemEvent) -> None:
-        if event.is_directory:
+        if event.is_directory or event.event_type in READ_ONLY_EVENTS:
             return
         touched = [event.src_path, getattr(event, "dest_path", "") or ""]
         with self._lock:

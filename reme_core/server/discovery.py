@@ -104,17 +104,25 @@ def remove_discovery(root: Path, pid: int | None = None) -> None:
     path.unlink(missing_ok=True)
 
 
-def read_discovery(root: Path) -> Discovery | None:
-    """The server serving ``root``, or None when none holds its lock."""
-    if not (root / STATE_DIR / LOCK_FILE).exists():
-        return None
-    probe = FileLock(root / STATE_DIR / LOCK_FILE)
+def lock_held(root: Path) -> bool:
+    """Whether a server holds ``root``'s ``.reme/server.lock`` (running, or still starting).
+    Creates nothing: a workspace no server ever served has no lock file."""
+    path = root / STATE_DIR / LOCK_FILE
+    if not path.exists():
+        return False
+    probe = FileLock(path)
     try:
         probe.acquire(blocking=False)
     except Timeout:
-        return _read(root)  # held: a server is running (or starting, and then this is None)
+        return True
     probe.release()
-    return None
+    return False
+
+
+def read_discovery(root: Path) -> Discovery | None:
+    """The server serving ``root``, or None when none holds its lock (or the one holding it is
+    still starting: it has not written ``server.json`` yet; ``lock_held`` tells them apart)."""
+    return _read(root) if lock_held(root) else None
 
 
 def _read(root: Path) -> Discovery | None:

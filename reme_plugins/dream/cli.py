@@ -9,6 +9,7 @@ import click
 
 from reme_core.cli.options import emit, workspace_options
 from reme_core.cli.search_cmd import sync_before_search
+from reme_core.client import RemoteReme
 from reme_core.errors import ConfigError
 from reme_core.pipelines.engine import PipelineResult
 from reme_core.pipelines.run import PipelineRun
@@ -22,7 +23,7 @@ DEFAULT_STEPS = "[dream_extract, dream_integrate, dream_finish, auto_tag]"
 @click.command("dream")
 @click.option("--date", "day", metavar="YYYY-MM-DD", help="Only that day's daily notes.")
 @click.option("--dry-run", is_flag=True, help="Decide and verify, but write nothing.")
-@workspace_options
+@workspace_options(remote=True)
 def dream_command(
     opener: Callable[[], Reme], as_json: bool, day: str | None, dry_run: bool
 ) -> None:
@@ -39,8 +40,9 @@ def dream_command(
                 f"no `{PIPELINE}` pipeline is configured; add pipelines.{PIPELINE}.steps: "
                 f"{DEFAULT_STEPS}"
             )
-        # Say so before anything runs, rather than as a step failure.
-        PipelineRun(reme=reme, name=PIPELINE, llm=reme.llm_for(PIPELINE)).require_llm(PIPELINE)
+        if not isinstance(reme, RemoteReme):  # a server checks its own model
+            # Say so before anything runs, rather than as a step failure.
+            PipelineRun(reme=reme, name=PIPELINE, llm=reme.llm_for(PIPELINE)).require_llm(PIPELINE)
         sync_before_search(reme)  # edits made outside reme count as changes to consolidate
         result = reme.run(PIPELINE, params)
     emit(result, as_json, render)

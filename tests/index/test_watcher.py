@@ -109,3 +109,22 @@ def test_watcher_stop_flushes_pending_events(tmp_path: Path) -> None:
         watcher.stop()
     assert batches and "note.md" in batches[0]
     assert not any(path.startswith(".reme") for batch in batches for path in batch)
+
+
+def test_reading_a_file_is_not_an_edit(tmp_path: Path) -> None:
+    """Indexing reads each file it is handed; if opening one for reading counted as an edit,
+    every pass would schedule the next one forever (and two watchers would feed each other)."""
+    batches: list[list[str]] = []
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "read.md").write_text("# Read\n", "utf-8")
+    watcher = Watcher(root, batches.append, debounce=60.0)  # never fires on its own
+    watcher.start()
+    try:
+        assert (root / "read.md").read_text("utf-8") == "# Read\n"
+        (root / "marker.md").write_text("# Marker\n", "utf-8")
+        # Events arrive in order: once the later write is seen, so would the read have been.
+        assert wait_for(lambda: "marker.md" in watcher._pending)
+    finally:
+        watcher.stop()
+    assert batches == [["marker.md"]]

@@ -58,18 +58,28 @@ def test_a_narrower_token_is_enforced_on_cli_calls(served: tuple[Path, Server]):
     assert not (workspace / "daily/2026-11-29/nope.md").exists()
 
 
-def test_reme_local_and_set_work_in_process(served: tuple[Path, Server]):
-    workspace, _ = served
-    _, secret = TokenStore(workspace / ".reme").create("read", ["default"])
-    # The read-only token would refuse this write if it went to the server.
+def test_reme_local_reads_in_process_but_never_writes_beside_the_server(
+    served: tuple[Path, Server],
+):
+    workspace, server = served
+    # A token the server would refuse: a command that answers used no server.
+    code, out = reme(workspace, "read", "digest/wiki/larkspur-architecture.md", REME_TOKEN="bogus")
+    assert code != 0
     code, out = reme(
         workspace,
-        "write",
-        "daily/2026-11-29/local.md",
-        "--content",
-        "# L\n",
-        REME_TOKEN=secret,
+        "read",
+        "digest/wiki/larkspur-architecture.md",
+        REME_TOKEN="bogus",
         REME_LOCAL="1",
     )
     assert code == 0, out
-    assert (workspace / "daily/2026-11-29/local.md").exists()
+    code, out = reme(workspace, "search", "deploy", "--json", REME_TOKEN="bogus", REME_LOCAL="1")
+    assert code == 0 and json.loads(out)["hits"], out
+
+    # A write in-process would be a second writer beside the server: refused, naming it.
+    for env, extra in (({"REME_LOCAL": "1"}, ()), ({}, ("--set", "search.limit=3"))):
+        code, out = reme(
+            workspace, "write", "daily/2026-11-29/local.md", "--content", "# L\n", *extra, **env
+        )
+        assert code != 0 and server.url in out and "second writer" in out, out
+        assert not (workspace / "daily/2026-11-29/local.md").exists()

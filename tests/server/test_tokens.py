@@ -98,7 +98,7 @@ def test_a_damaged_token_file_fails_closed(tmp_path: Path) -> None:
 
 def test_a_token_created_while_serving_works_at_once(tmp_path: Path) -> None:
     with served(tmp_path) as api:
-        result = token_cli("create", "--profile", "read", "--root", str(api.project), "--json")
+        result = token_cli("create", "--profile", "read", "-w", str(api.project), "--json")
         secret = json.loads(result.stdout)["secret"]
         response = api.client.post(
             "/api/v1/status", json={}, headers={"Authorization": f"Bearer {secret}"}
@@ -126,9 +126,12 @@ def token_cli(*args: str, code: int = 0) -> Result:
 
 
 def test_cli_create_list_revoke(tmp_path: Path) -> None:
-    root = ["--root", str(tmp_path)]
+    (tmp_path / ".reme").mkdir()
+    root = ["-w", str(tmp_path)]
     created = json.loads(
-        token_cli("create", "--profile", "read", "--workspace", "default", *root, "--json").stdout
+        token_cli(
+            "create", "--profile", "read", "--workspace-name", "default", *root, "--json"
+        ).stdout
     )
     assert created["profile"] == "read" and created["workspaces"] == ["default"]
     assert created["secret"].startswith("reme_")
@@ -150,11 +153,19 @@ def test_cli_create_list_revoke(tmp_path: Path) -> None:
 
 
 def test_cli_refuses_unknown_workspaces_and_conflicting_flags(tmp_path: Path) -> None:
-    root = ["--root", str(tmp_path)]
-    unknown = token_cli("create", "--profile", "read", "--workspace", "nope", *root, code=1)
+    (tmp_path / ".reme").mkdir()
+    root = ["--workspace", str(tmp_path)]
+    unknown = token_cli("create", "--profile", "read", "--workspace-name", "nope", *root, code=1)
     assert "no workspace named 'nope'" in unknown.stderr
     both = token_cli(
-        "create", "--profile", "read", "--workspace", "default", "--all-workspaces", *root, code=2
+        "create",
+        "--profile",
+        "read",
+        "--workspace-name",
+        "default",
+        "--all-workspaces",
+        *root,
+        code=2,
     )
     assert "not both" in both.stderr
     token_cli("create", "--profile", "root", *root, code=2)
@@ -166,7 +177,7 @@ def test_cli_refuses_unknown_workspaces_and_conflicting_flags(tmp_path: Path) ->
         "create",
         "--profile",
         "write",
-        "--workspace",
+        "--workspace-name",
         "notes",
         *root,
         "--set",
@@ -174,3 +185,24 @@ def test_cli_refuses_unknown_workspaces_and_conflicting_flags(tmp_path: Path) ->
         "--json",
     )
     assert json.loads(named.stdout)["workspaces"] == ["notes"]
+
+
+def test_cli_token_takes_the_workspace_folder_as_every_command_does(tmp_path: Path) -> None:
+    """`-w/--workspace DIR` names the folder (as on every other command); the old -r/--root
+    still works, hidden; a folder that is not a workspace is refused, nothing created."""
+    help_text = token_cli("create", "--help").stdout
+    assert "-w, --workspace" in help_text and "--workspace-name NAME" in help_text
+    assert "--root" not in help_text
+    (tmp_path / ".reme").mkdir()
+    created = json.loads(
+        token_cli("create", "--profile", "read", "-r", str(tmp_path), "--json").stdout
+    )
+    assert TokenStore(tmp_path / ".reme").verify(created["secret"]) is not None
+    both = token_cli("list", "-w", str(tmp_path), "--root", str(tmp_path), code=2)
+    assert "not both" in both.stderr
+
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    refused = token_cli("create", "--profile", "read", "-w", str(plain), code=1)
+    assert "not a reme workspace" in refused.stderr and "reme init" in refused.stderr
+    assert list(plain.iterdir()) == []
