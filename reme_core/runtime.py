@@ -20,6 +20,7 @@ from reme_core.index.watcher import Watcher
 from reme_core.pipelines.engine import PipelineResult, run_pipeline
 from reme_core.pipelines.search import SEARCH_PIPELINE, in_search_pipeline, run_search_pipeline
 from reme_core.plugins import Plugins, load_plugins
+from reme_core.review import ReviewApi
 from reme_core.schema import Link, SearchFilters, SearchResponse
 from reme_core.search.arms import KeywordArm, SearchArm, VectorArm
 from reme_core.search.engine import Searcher
@@ -220,6 +221,12 @@ class Reme:
     def run(self, pipeline: str, params: dict[str, Any] | None = None) -> PipelineResult:
         """Run a configured pipeline (``settings.pipelines``) with ``params`` as its initial state."""
         return run_pipeline(self, pipeline, params or {})
+
+    @property
+    def review(self) -> ReviewApi:
+        """The review queue: proposals of pipelines set to ``review: queue`` (``list``, ``show``,
+        ``approve``, ``reject``)."""
+        return ReviewApi(self)
 
     def llm_for(self, pipeline: str) -> Llm | None:
         """The model pipeline ``pipeline`` uses: its own ``llm`` if configured (built once and

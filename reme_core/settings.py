@@ -43,6 +43,9 @@ SECRET_WORDS = ("key", "token", "secret", "password")
 
 Language = Literal["en", "zh"]
 """Languages the shipped prompts are written in (config ``language``)."""
+ReviewMode = Literal["apply", "queue"]
+"""``apply``: a pipeline changes notes itself; ``queue``: it writes proposals to
+``.reme/proposals/`` for a person to approve or reject (``reme review``)."""
 
 
 class _Strict(BaseModel):
@@ -153,6 +156,9 @@ class PipelineConfig(_Strict):
     llm: ComponentSelection | None = None
     """The model this pipeline's steps use; null = ``components.llm`` (so memory writing can run
     on a cheaper model than answering)."""
+    review: ReviewMode = "apply"
+    """``queue``: steps that change notes (dream_integrate, auto_tag) write proposals for review
+    instead (``reme review``); a step that cannot is a configuration error when the run starts."""
 
 
 def _pipeline_defaults() -> dict[str, PipelineConfig]:
@@ -173,6 +179,13 @@ def _pipeline_defaults() -> dict[str, PipelineConfig]:
         "auto_tag": steps("auto_tag"),
         "dream": steps("dream_extract", "dream_integrate", "dream_finish", "auto_tag"),
     }
+
+
+class MemoryConfig(_Strict):
+    """Memory records (``reme memory``)."""
+
+    review: ReviewMode = "apply"
+    """``queue``: ``memory summarize`` writes proposals (verb MEMORY) instead of records."""
 
 
 class ScheduledPipeline(_Strict):
@@ -241,6 +254,7 @@ class Settings(BaseSettings):
     files: FilesConfig = Field(default_factory=FilesConfig)
     search: SearchConfig = Field(default_factory=SearchConfig)
     pipelines: dict[str, PipelineConfig] = Field(default_factory=_pipeline_defaults)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
     server: ServerConfig = Field(default_factory=ServerConfig)
 
     @classmethod

@@ -14,6 +14,11 @@ overwritten.
 Adds ``tagged`` (path -> the note's tags after the run), ``tag_skipped`` and ``tag_conflicts``
 (``{path, reason}``), ``tag_ignored`` (paths the model answered for but was not asked about) and
 ``tag_remaining`` (changed notes left for the next run by ``max_notes``).
+
+With ``pipelines.<name>.review: queue`` no note is written: each note's new tags become a TAG
+proposal (``tag_proposals``: path -> proposal id) for ``reme review``. The checkpoint records
+the note's hash as seen, so the note is not asked about again until it changes; approval
+records the tagged note's hash, a rejected proposal is not made again for the same note.
 """
 
 from __future__ import annotations
@@ -40,6 +45,8 @@ from reme_core.errors import (
 from reme_core.pipelines.budget import batches, fit
 from reme_core.pipelines.locks import named_lock
 from reme_core.pipelines.prompts import Prompts
+from reme_core.review import Proposal, ReviewApi, Reviewer
+from reme_core.workspace import frontmatter as fm
 from reme_core.workspace.hashing import content_hash
 from reme_core.workspace.notes import Note, normalise_tags, parse_note
 from reme_core.workspace.tools import atomic_write
@@ -120,10 +127,45 @@ class Checkpoint:
         atomic_write(self.file, json.dumps(data, indent=1).encode("utf-8"))
 
 
+def check_tags(path: str, before: str, after: str, tags: Sequence[str]) -> list[str]:
+    """The TAG contract: ``after`` is ``before`` with only its ``tags`` set to ``tags``, and no
+    tag that was there is dropped. Returns the checks passed; WorkspaceError when one fails."""
+    if fm.update_frontmatter(before, {"tags": list(tags)}, path=path) != after:
+        raise WorkspaceError(f"the proposed text of {path} changes more than its tags")
+    existing = written_tags(parse_note(path, before).frontmatter.get("tags"))
+    dropped = set(normalise_tags(existing)) - set(normalise_tags(list(tags)))
+    if dropped:
+        raise WorkspaceError(f"the proposal drops tags of {path}: {', '.join(sorted(dropped))}")
+    return ["only the tags key changes", "every tag already there is kept"]
+
+
+class TagReviewer(Reviewer):
+    """Verifies a TAG proposal again, and checkpoints the tagged note once approved."""
+
+    def check(self, reme: Any, proposal: Proposal, before: str | None) -> list[str]:
+        tags = proposal.payload.get("tags")
+        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            raise WorkspaceError(f"proposal {proposal.id} does not hold the tags to set")
+        if before is None:
+            raise NotFoundError(f"{proposal.target} does not exist")
+        return [
+            "the note is as it was when proposed",
+            *check_tags(proposal.target, before, proposal.content, tags),
+        ]
+
+    def applied(self, reme: Any, proposal: Proposal, content_hash: str) -> None:
+        with named_lock(reme.state_dir, "auto_tag", AutoTagStep.Settings().lock_timeout_seconds):
+            checkpoint = Checkpoint(reme.state_dir / CHECKPOINT_FILE)
+            checkpoint.notes[proposal.target] = content_hash  # tagged: not asked about again
+            checkpoint.save()
+
+
 class AutoTagStep(Step):
     """Adds tags to changed notes, reusing the workspace's vocabulary."""
 
     name: ClassVar[str] = "auto_tag"
+    supports_review: ClassVar[bool] = True
+    reviewer: ClassVar[TagReviewer] = TagReviewer()
 
     class Settings(ComponentSettings):
         max_tags: int = Field(default=6, ge=1, le=50)
@@ -156,18 +198,26 @@ class AutoTagStep(Step):
             candidates = candidates[: self.settings.max_notes] if standalone else candidates
             prompts = run.prompts("reme_plugins", "auto_tag")
             answers, ignored = self._ask(llm, prompts, candidates, self._vocabulary(reme))
-            tagged, conflicts = self._write(run, candidates, answers, checkpoint)
+            proposals: dict[str, str] = {}
+            if run.review == "queue":
+                tagged, conflicts = {}, []
+                proposals = self._propose(run, candidates, answers, checkpoint)
+            else:
+                tagged, conflicts = self._write(run, candidates, answers, checkpoint)
             if standalone:
                 live = set(reme.catalog.hashes())
                 checkpoint.notes = {p: h for p, h in checkpoint.notes.items() if p in live}
             checkpoint.save()
-        return {
+        out = {
             "tagged": tagged,
             "tag_skipped": skipped,
             "tag_ignored": ignored,
             "tag_conflicts": conflicts,
             "tag_remaining": remaining,
         }
+        if run.review == "queue":
+            out["tag_proposals"] = proposals
+        return out
 
     # -- which notes -------------------------------------------------------------------------
 
@@ -317,6 +367,44 @@ class AutoTagStep(Step):
             tagged[candidate.path] = merged
             run.record(f"TAG {candidate.path}")
         return tagged, conflicts
+
+    def _propose(
+        self,
+        run: Any,
+        candidates: list[Candidate],
+        answers: dict[str, list[str]],
+        checkpoint: Checkpoint,
+    ) -> dict[str, str]:
+        """``review: queue``: each note's new tags as a TAG proposal; path -> proposal id."""
+        api = ReviewApi(run.reme)
+        proposals: dict[str, str] = {}
+        for candidate in candidates:
+            if candidate.path not in answers:
+                continue
+            existing = written_tags(candidate.note.frontmatter.get("tags"))
+            merged = merge_tags(existing, answers[candidate.path], self.settings.max_tags)
+            # Seen either way: the note comes back once it changes (a stale proposal included).
+            checkpoint.notes[candidate.path] = candidate.content_hash
+            if merged == existing:
+                continue
+            after = fm.update_frontmatter(candidate.text, {"tags": merged}, path=candidate.path)
+            added = [t for t in merged if t not in existing]
+            proposal = api.propose(
+                pipeline=run.name,
+                step=self.name,
+                run_id=run.id,
+                verb="TAG",
+                target=candidate.path,
+                content=after,
+                before=candidate.text,
+                base_hash=candidate.content_hash,
+                note="add tags: " + ", ".join(added),
+                verdict=check_tags(candidate.path, candidate.text, after, merged),
+                payload={"tags": merged},
+            )
+            if proposal.status == "pending":
+                proposals[candidate.path] = proposal.id
+        return proposals
 
 
 def _block(candidate: Candidate) -> str:

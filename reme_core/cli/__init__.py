@@ -18,6 +18,7 @@ from reme_core.cli import (
     mcp_cmd,
     memory_cmd,
     plugins_cmd,
+    review_cmd,
     run_cmd,
     search_cmd,
     serve_cmd,
@@ -69,6 +70,7 @@ for module in (
     serve_cmd,
     mcp_cmd,
     memory_cmd,
+    review_cmd,
     context_cmd,
     bench_cmd,
 ):

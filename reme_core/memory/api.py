@@ -269,7 +269,11 @@ class MemoryApi:
         """Extract the scope's memories from ``messages`` with one model call and write them:
         new ones are added, those the model says refine a record update it, repeats of a
         record's content change nothing. A model answer that never validates is an LlmError
-        and nothing is written."""
+        and nothing is written.
+
+        With ``memory.review: queue`` nothing is written either: each new or updated record
+        becomes a MEMORY proposal (``proposals``) for ``reme review``; a memory already pending
+        or rejected in review is not proposed again."""
         scope = MemoryScope.of(user_name, task_name, tool_name)
         llm = self.reme.llm
         if llm is None:
@@ -281,12 +285,18 @@ class MemoryApi:
         linked = note.clean_sources(sources)
         prompts = load_prompts(*PROMPTS, self.reme.settings.language)
         before = llm.usage.model_copy()
+        queue = self.reme.settings.memory.review == "queue"
         with changing(self.reme, scope) as change:
             existing = {loaded.record.memory_id: loaded for loaded in self.store.records(scope)[0]}
             active = [x.record for x in existing.values() if x.record.status == "active"]
             drafts = extract(llm, prompts, scope, chat, active)
             result = MemorySummary(usage=llm.usage.since(before))
             by_content = {_same(x.record.content): x.record.memory_id for x in existing.values()}
+            if queue:
+                from reme_core.memory.review import MemoryProposer  # it builds on this module
+
+                proposer = MemoryProposer(self.reme, scope, self.clock)
+                return proposer.summarize(drafts, existing, by_content, linked, result)
             added: dict[str, MemoryRecord] = {}
             updated: dict[str, MemoryRecord] = {}
             for draft in drafts:
@@ -335,29 +345,41 @@ class MemoryApi:
     # -- internals ---------------------------------------------------------------------------
 
     def _create(self, scope: MemoryScope, change: Change, **fields: Any) -> MemoryRecord:
-        memory_id = uuid.uuid4().hex[:12]
-        now = self.clock()
-        text = note.render(memory_id=memory_id, scope=scope, created=now, updated=now, **fields)
+        memory_id, text = new_record(scope, self.clock(), **fields)
         record = self.store.create(scope, memory_id, text)
         change.verbs.append(f"ADD {record_path(scope, memory_id)}")
         return record
 
     def _rewrite(self, current: Loaded, change: Change, **fields: Any) -> MemoryRecord | None:
         """The record rewritten with ``fields``; None when they change nothing."""
-        old = current.record
-        if all(getattr(old, key) == value for key, value in fields.items()):
+        text = rewritten(current, self.clock, **fields)
+        if text is None:
             return None
-        text = note.render(
-            memory_id=old.memory_id,
-            scope=old.scope,
-            created=old.created,
-            updated=self.clock(),
-            keep=current.frontmatter,
-            **fields,
-        )
-        record = self.store.replace(old, text)
+        record = self.store.replace(current.record, text)
         change.verbs.append(f"UPDATE {record.path}")
         return record
+
+
+def new_record(scope: MemoryScope, now: dt.datetime, **fields: Any) -> tuple[str, str]:
+    """A new record's id and note text."""
+    memory_id = uuid.uuid4().hex[:12]
+    text = note.render(memory_id=memory_id, scope=scope, created=now, updated=now, **fields)
+    return memory_id, text
+
+
+def rewritten(current: Loaded, clock: Clock, **fields: Any) -> str | None:
+    """The record's note text with ``fields``; None when they change nothing."""
+    old = current.record
+    if all(getattr(old, key) == value for key, value in fields.items()):
+        return None
+    return note.render(
+        memory_id=old.memory_id,
+        scope=old.scope,
+        created=old.created,
+        updated=clock(),
+        keep=current.frontmatter,
+        **fields,
+    )
 
 
 def _fields(

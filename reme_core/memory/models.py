@@ -298,3 +298,6 @@ class MemorySummary(Recorded):
     warnings: list[str] = Field(default_factory=list)
     usage: LlmUsage = Field(default_factory=LlmUsage)
     """The model calls and tokens this summary spent."""
+    proposals: list[str] = Field(default_factory=list)
+    """``memory.review: queue``: ids of the MEMORY proposals made instead of writing records
+    (``added`` and ``updated`` stay empty)."""

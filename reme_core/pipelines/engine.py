@@ -41,6 +41,8 @@ class PipelineResult(BaseModel):
     """LLM calls and tokens this run spent (zero when no step used the model)."""
     verbs: list[str] = Field(default_factory=list)
     """What the steps report having done (``CREATE digest/wiki/x.md``), as in the history."""
+    run_id: str | None = None
+    """This run's id; proposals it queued for review (``review: queue``) carry it."""
 
 
 class PipelineError(RemeError):
@@ -56,12 +58,20 @@ def run_pipeline(reme: Reme, name: str, params: dict[str, Any]) -> PipelineResul
     state: dict[str, Any] = dict(params)
     result = PipelineResult(pipeline=name, params=_echo(params))
     started = time.perf_counter()
+    steps = [
+        (
+            selection,
+            *resolve_component(reme.plugins, "step", selection, f"pipelines.{name}.steps[{i}]"),
+        )
+        for i, selection in enumerate(pipelines[name].steps)
+    ]
+    if pipelines[name].review == "queue":
+        _check_reviewable(name, [(selection.name, cls) for selection, cls, _ in steps])
     history_error = _snapshot(reme)
     run = PipelineRun(reme=reme, name=name, llm=reme.llm_for(name))
+    result.run_id = run.id
     usage_before = run.llm.usage.model_copy() if run.llm is not None else LlmUsage()
-    for i, selection in enumerate(pipelines[name].steps):
-        path = f"pipelines.{name}.steps[{i}]"
-        cls, settings = resolve_component(reme.plugins, "step", selection, path)
+    for selection, cls, settings in steps:
         step = cls(settings, reme.context)
         t0 = time.perf_counter()
         try:
@@ -98,6 +108,17 @@ def run_pipeline(reme: Reme, name: str, params: dict[str, Any]) -> PipelineResul
         history_error = _record(reme, _commit_message(name, params, run.verbs), result)
     result.history_error = history_error
     return result
+
+
+def _check_reviewable(name: str, steps: list[tuple[str, type]]) -> None:
+    """``review: queue`` needs every step to honour it (propose, or change no note)."""
+    unable = [step for step, cls in steps if not getattr(cls, "supports_review", False)]
+    if unable:
+        raise ConfigError(
+            f"pipelines.{name}.review: queue, but step(s) {', '.join(map(repr, unable))} change "
+            "notes without proposing them for review; use review: apply for this pipeline "
+            "(steps that can queue: dream_extract, dream_integrate, dream_finish, auto_tag)"
+        )
 
 
 def _snapshot(reme: Reme) -> str | None:

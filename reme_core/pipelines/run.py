@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -24,6 +25,15 @@ class PipelineRun:
     """``pipelines.<name>.llm`` if set, else ``components.llm``; None when no model is set."""
     verbs: list[str] = field(default_factory=list)
     """What the run did, in words the history commit message lists (``CREATE digest/x.md``)."""
+    id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    """This run's id: proposals it queues for review name it (``PipelineResult.run_id``)."""
+
+    @property
+    def review(self) -> str:
+        """``pipelines.<name>.review``: ``apply`` (change notes) or ``queue`` (propose changes
+        through ``reme.review.propose`` instead, for ``reme review`` to approve or reject)."""
+        config = self.reme.settings.pipelines.get(self.name)
+        return config.review if config is not None else "apply"
 
     @property
     def language(self) -> str:

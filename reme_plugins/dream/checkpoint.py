@@ -1,10 +1,16 @@
-"""What dream has consolidated: per daily note the content hash last extracted, plus a queue of
-units not integrated yet (deferred by ``max_units``, or failed and retryable).
+"""What dream has consolidated: per daily note the content hash last extracted, a queue of
+units not integrated yet (deferred by ``max_units``, failed and retryable, or proposed for review
+and found stale), and the units whose proposal was rejected in review.
 
 A note counts as done once its hash is recorded here, and that happens only in ``dream_finish``,
 after every unit extracted from it was either integrated or put in the queue. So a note edited
 later is extracted again, a failed unit is retried on the next run without asking the model to
 extract it again, and a run that dies half way leaves its notes pending: nothing is lost.
+
+With ``review: queue`` a unit whose change is proposed counts as handled, like an applied one:
+its note is checkpointed, and the unit waits in the review queue, not here. A rejection is
+recorded with the unit's source hashes, so the unit is not proposed again while its sources are
+unchanged; a stale proposal puts the unit back in the queue, to be integrated again.
 
 Kept as JSON under ``.reme/dream/`` and written atomically.
 """
@@ -41,10 +47,28 @@ class QueuedUnit(BaseModel):
     since: str
 
 
+class RejectedUnit(BaseModel):
+    """A unit whose proposed change was rejected in review."""
+
+    name: str
+    source_hashes: dict[str, str]
+    """Its sources as they were: changed sources make it a new question."""
+    proposal: str
+    reason: str
+    at: str
+
+
 class Checkpoint(BaseModel):
     version: Literal[1] = 1
     notes: dict[str, NoteMark] = Field(default_factory=dict)
     queue: list[QueuedUnit] = Field(default_factory=list)
+    rejected: dict[str, RejectedUnit] = Field(default_factory=dict)
+    """Unit id -> its rejection (``review: queue``)."""
+
+    def rejection(self, unit: DreamUnit) -> RejectedUnit | None:
+        """The unit's rejection, when its sources are as they were then."""
+        found = self.rejected.get(unit.id)
+        return found if found is not None and found.source_hashes == unit.source_hashes else None
 
 
 def checkpoint_path(state_dir: Path) -> Path:
@@ -109,4 +133,40 @@ def record_run(
     waiting = [*deferred, *(u for u in units.values() if u.id not in decided)]
     for unit in waiting:
         queue.setdefault(unit.id, QueuedUnit(unit=unit, status="pending", since=now))
-    return Checkpoint(notes=notes, queue=list(queue.values()))
+    # A rejection whose source notes were extracted again since (changed) asks nothing any more.
+    rejected = {
+        unit_id: found
+        for unit_id, found in checkpoint.rejected.items()
+        if all(
+            path not in notes or notes[path].hash == digest
+            for path, digest in found.source_hashes.items()
+        )
+    }
+    return Checkpoint(notes=notes, queue=list(queue.values()), rejected=rejected)
+
+
+def record_rejection(
+    checkpoint: Checkpoint, unit: DreamUnit, *, proposal: str, reason: str, now: str
+) -> Checkpoint:
+    """The checkpoint with ``unit`` rejected in review (and out of the queue)."""
+    rejected = dict(checkpoint.rejected)
+    rejected[unit.id] = RejectedUnit(
+        name=unit.name,
+        source_hashes=dict(unit.source_hashes),
+        proposal=proposal,
+        reason=reason,
+        at=now,
+    )
+    queue = [q for q in checkpoint.queue if q.unit.id != unit.id]
+    return checkpoint.model_copy(update={"rejected": rejected, "queue": queue})
+
+
+def requeue(checkpoint: Checkpoint, unit: DreamUnit, *, reason: str, now: str) -> Checkpoint:
+    """The checkpoint with ``unit`` waiting to be integrated again (its proposal went stale)."""
+    if any(q.unit.id == unit.id for q in checkpoint.queue):
+        return checkpoint
+    queued = QueuedUnit(unit=unit, status="pending", reason=reason, since=now)
+    rejected = {k: v for k, v in checkpoint.rejected.items() if k != unit.id}
+    return checkpoint.model_copy(
+        update={"queue": [*checkpoint.queue, queued], "rejected": rejected}
+    )

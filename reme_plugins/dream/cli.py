@@ -82,6 +82,13 @@ def render(result: PipelineResult) -> str:
         counts[d["result"]] = counts.get(d["result"], 0) + 1
     if counts:
         lines.append(", ".join(f"{n} {result}" for result, n in sorted(counts.items())))
+    if out.get("proposals"):
+        lines.append(
+            f"{len(out['proposals'])} change(s) proposed, nothing written: "
+            "`reme review list` shows them, `reme review approve|reject` decides"
+        )
+    if out.get("reviewed"):
+        lines.append(f"{len(out['reviewed'])} unit(s) left out: review already holds them")
     if out.get("deferred"):
         lines.append(f"{len(out['deferred'])} more unit(s) queued for the next run (max_units)")
     for failure in out.get("extract_failures", []):

@@ -9,7 +9,7 @@ stops once ``max_units`` are in hand, and the rest of a batch's units are deferr
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,12 +67,16 @@ class ExtractReport(BaseModel):
     extracted: dict[str, str] = Field(default_factory=dict)
     """Note -> the hash extracted from; checkpointed by dream_finish."""
     stale: list[str] = Field(default_factory=list)
-    """Queued unit ids dropped because a source note changed or went (it is extracted again)."""
+    """Queued unit ids dropped: a source note changed or went (it is extracted again), or review
+    already holds the unit (see ``reviewed``)."""
     pending: list[str] = Field(default_factory=list)
     """Notes changed since their last consolidation, when the run started."""
     failures: list[ExtractFailure] = Field(default_factory=list)
     problems: dict[str, str] = Field(default_factory=dict)
     """Daily notes that could not be read (binary, too large)."""
+    reviewed: list[dict[str, str]] = Field(default_factory=list)
+    """Units left out because review already holds them (``{unit, name, reason}``): a proposal
+    pending, or the same unit rejected while its sources are unchanged."""
 
 
 @dataclass
@@ -210,16 +214,28 @@ def extract_units(
     batch_tokens: int,
     retries: int,
     output_retries: int | None,
+    reviewed: Callable[[DreamUnit], str | None] | None = None,
 ) -> ExtractReport:
-    """Queued units still valid, then units from changed notes, until ``max_units``."""
+    """Queued units still valid, then units from changed notes, until ``max_units``.
+
+    ``reviewed(unit)`` says why review already holds a unit (None: it does not); such a unit is
+    left out (and dropped from the queue), as handled."""
     scan = scan_daily_notes(reme)
     current = {note.path: note.hash for note in scan.notes}
     report = ExtractReport(problems=scan.problems)
+
+    def held(unit: DreamUnit) -> bool:
+        why = reviewed(unit) if reviewed is not None else None
+        if why is not None:
+            report.reviewed.append({"unit": unit.id, "name": unit.name, "reason": why})
+        return why is not None
 
     for queued in checkpoint.queue:
         unit = queued.unit
         if any(current.get(path) != digest for path, digest in unit.source_hashes.items()):
             report.stale.append(unit.id)
+        elif held(unit):
+            report.stale.append(unit.id)  # dropped from the queue: review holds it
         elif day is None or any(_day(path) == day for path in unit.sources):
             report.units.append(unit)
     del report.units[max_units:]  # the rest stay queued as they are
@@ -258,6 +274,8 @@ def extract_units(
         if unit.id in seen:
             continue
         seen.add(unit.id)
+        if held(unit):
+            continue
         if room > 0:
             report.units.append(unit)
             room -= 1

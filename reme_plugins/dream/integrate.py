@@ -1,5 +1,6 @@
 """Integration: one unit at a time, recall candidate digest nodes, get a decision, apply it in
-memory, verify it, and only then write the one target file.
+memory, verify it, and only then write the one target file (or, with ``review: queue``, propose
+the verified change for review and write nothing).
 
 A rejected decision goes back to the model with the reason; a model error (garbage output
 after the model's own retries, a timeout, an HTTP error) counts as a failed attempt too. When
@@ -45,10 +46,47 @@ class Plan:
     target: str
     before_hash: str | None
     after: str
+    before: str | None = None
+    checks: tuple[str, ...] = ()
+    """What the verifier checked and passed."""
 
     @property
     def changes(self) -> bool:
         return self.before_hash != content_hash(self.after)
+
+
+def exists(reme: Any, path: str) -> bool:
+    """Whether ``path`` names a file, or (a case-insensitive file system would let a "new" file
+    overwrite an existing one) a path the catalog knows in another case."""
+    if os.path.lexists(reme.root / path):
+        return True
+    lowered = path.lower()
+    return any(p.lower() == lowered for p in reme.catalog.hashes())
+
+
+def verify_decision(
+    reme: Any,
+    decision: Decision,
+    target: str,
+    before: str | None,
+    unit: DreamUnit,
+) -> tuple[str, list[str]]:
+    """Apply ``decision`` to ``target`` (its text ``before``, checked by ``check_target``) and
+    verify it; DecisionRejected with the reason if not. Returns the text to write and the checks
+    passed.
+
+    The one verifier of both paths: a run's decision, and a proposal approved later (against
+    the target's text then)."""
+    passed = (
+        [f"CREATE of a new file under digest/{unit.bucket}/"]
+        if decision.verb == "CREATE"
+        else [f"{decision.verb} of a candidate node that exists"]
+    )
+    known = set(reme.catalog.hashes()) | set(unit.sources) | {target}
+    keys = LinkKeys(LinkResolver(known), target)
+    applied = apply_decision(decision, target, before, unit, keys)
+    passed += verify(decision, target, before, applied, unit, keys)
+    return applied.after, passed
 
 
 @dataclass
@@ -63,6 +101,10 @@ class Integrator:
     output_retries: int | None
     dry_run: bool
     record: Callable[[str], None]
+    propose: Callable[[Plan, DreamUnit], tuple[str, str, str | None]] | None = None
+    """``review: queue``: queue a verified plan for review instead of writing it; returns the
+    proposal's id, its status (``pending``, or ``rejected`` when the same change was rejected
+    before) and that rejection's reason."""
 
     def integrate(self, unit: DreamUnit) -> tuple[UnitOutcome, str | None]:
         """Integrate one unit; returns its outcome and the path written (None if none)."""
@@ -99,7 +141,7 @@ class Integrator:
                 ]
                 continue
             outcome.target = plan.target
-            return self._finish(outcome, plan)
+            return self._finish(outcome, plan, unit)
         return outcome, None
 
     def find_candidates(self, unit: DreamUnit) -> list[Candidate]:
@@ -131,13 +173,14 @@ class Integrator:
         by_path = {c.path: c for c in candidates}
         target = check_target(decision, unit, list(by_path), self._exists)
         before = by_path.get(target)
-        known = set(self.reme.catalog.hashes()) | set(unit.sources) | {target}
-        keys = LinkKeys(LinkResolver(known), target)
-        applied = apply_decision(decision, target, before.text if before else None, unit, keys)
-        verify(decision, target, before.text if before else None, applied, unit, keys)
-        return Plan(decision, target, before.hash if before else None, applied.after)
+        text = before.text if before else None
+        after, checks = verify_decision(self.reme, decision, target, text, unit)
+        hash_ = before.hash if before else None
+        return Plan(decision, target, hash_, after, before=text, checks=tuple(checks))
 
-    def _finish(self, outcome: UnitOutcome, plan: Plan) -> tuple[UnitOutcome, str | None]:
+    def _finish(
+        self, outcome: UnitOutcome, plan: Plan, unit: DreamUnit
+    ) -> tuple[UnitOutcome, str | None]:
         outcome.reason = None
         if not plan.changes:
             outcome.result = "unchanged"  # e.g. CORROBORATE of a node that already cites it
@@ -147,6 +190,14 @@ class Integrator:
             return outcome, None
         if plan.before_hash is None and self._exists(plan.target):
             outcome.reason = f"{plan.target} appeared while the unit was integrated; not replaced"
+            return outcome, None
+        if self.propose is not None:
+            outcome.proposal, status, why = self.propose(plan, unit)
+            if status == "rejected":
+                outcome.result = "rejected"
+                outcome.reason = f"the same change was rejected in review: {why}"
+            else:
+                outcome.result = "proposed"
             return outcome, None
         try:
             self.reme.files.write(
@@ -163,11 +214,7 @@ class Integrator:
         return outcome, plan.target
 
     def _exists(self, path: str) -> bool:
-        if os.path.lexists(self.reme.root / path):
-            return True
-        # A case-insensitive file system would let a "new" file overwrite an existing one.
-        lowered = path.lower()
-        return any(p.lower() == lowered for p in self.reme.catalog.hashes())
+        return exists(self.reme, path)
 
     def _prompt(self, unit: DreamUnit, candidates: list[Candidate]) -> str:
         # A long node is cut in the prompt only: decisions are applied to and verified against

@@ -4,6 +4,10 @@ Params (state): ``date`` (``YYYY-MM-DD``: only that day's notes; default every u
 day) and ``dry_run`` (decide and verify, write and checkpoint nothing). Units travel between
 the steps as plain dicts. ``dream_finish`` leaves ``changed`` (the digest nodes written) for
 ``auto_tag``.
+
+With ``pipelines.dream.review: queue`` dream_integrate writes nothing: each verified change
+becomes a proposal (``proposals`` in the outputs) for ``reme review``; units review already
+holds (a pending proposal, a rejection with the same sources) are left out by dream_extract.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from reme_core.pipelines.locks import named_lock
 from .checkpoint import load_checkpoint, record_run, save_checkpoint
 from .extract import extract_units
 from .integrate import Integrator
+from .review import DreamReviewer, held_by_review, proposer
 from .units import DreamError, DreamParams, DreamUnit, UnitOutcome
 
 LOCK = "dream"
@@ -42,6 +47,7 @@ class DreamExtract(Step):
     """Units from the daily notes changed since their last consolidation, plus queued units."""
 
     name: ClassVar[str] = "dream_extract"
+    supports_review: ClassVar[bool] = True  # writes no note
 
     class Settings(ComponentSettings):
         max_units: int = Field(20, ge=1, le=1000)
@@ -62,6 +68,9 @@ class DreamExtract(Step):
         reme = run.reme
         with named_lock(reme.state_dir, LOCK):
             checkpoint = load_checkpoint(reme.state_dir)
+        # Units review holds are left out in either mode: switching back to `apply` must not
+        # apply what a person rejected.
+        reviewed = held_by_review(reme, checkpoint, run.name)
         report = extract_units(
             reme,
             llm,
@@ -72,6 +81,7 @@ class DreamExtract(Step):
             batch_tokens=self.settings.batch_tokens,
             retries=self.settings.extract_retries,
             output_retries=self.settings.output_retries,
+            reviewed=reviewed,
         )
         return {
             "units": [u.model_dump(mode="json") for u in report.units],
@@ -81,6 +91,7 @@ class DreamExtract(Step):
             "pending": report.pending,
             "extract_failures": [f.model_dump(mode="json") for f in report.failures],
             "problems": report.problems,
+            "reviewed": report.reviewed,
         }
 
 
@@ -88,6 +99,9 @@ class DreamIntegrate(Step):
     """Each unit into one digest node, applied and verified by the core."""
 
     name: ClassVar[str] = "dream_integrate"
+    supports_review: ClassVar[bool] = True
+    reviewer: ClassVar[DreamReviewer] = DreamReviewer()
+    """Verifies this step's proposals again when they are approved."""
 
     class Settings(ComponentSettings):
         candidates: int = Field(5, ge=1, le=50)
@@ -115,6 +129,11 @@ class DreamIntegrate(Step):
             output_retries=self.settings.output_retries,
             dry_run=params.dry_run,
             record=run.record,
+            propose=(
+                proposer(run.reme, pipeline=run.name, step=self.name, run_id=run.id)
+                if run.review == "queue"
+                else None
+            ),
         )
         outcomes: list[UnitOutcome] = []
         written: list[str] = []
@@ -127,6 +146,7 @@ class DreamIntegrate(Step):
         return {
             "decisions": [o.model_dump(mode="json") for o in outcomes],
             "written": written,
+            "proposals": [o.proposal for o in outcomes if o.result == "proposed"],
             "failed": [
                 {"unit": o.name, "sources": o.sources, "reason": o.reason}
                 for o in outcomes
@@ -139,6 +159,7 @@ class DreamFinish(Step):
     """Checkpoint what was consolidated; hand the changed nodes to auto_tag."""
 
     name: ClassVar[str] = "dream_finish"
+    supports_review: ClassVar[bool] = True  # writes no note
 
     def run(self, run: Any, state: dict[str, Any]) -> dict[str, Any]:
         params = DreamParams.from_state(state)

@@ -19,7 +19,9 @@ from reme_core.errors import RemeError
 Bucket = Literal["procedure", "personal", "wiki"]
 BUCKETS: tuple[str, ...] = ("procedure", "personal", "wiki")
 Verb = Literal["CREATE", "CORROBORATE", "REFINE", "CORRECT"]
-Result = Literal["applied", "unchanged", "failed", "dry-run"]
+Result = Literal["applied", "unchanged", "failed", "dry-run", "proposed", "rejected"]
+"""``proposed``: queued for review (``review: queue``), nothing written; ``rejected``: the same
+change was rejected in review before, so it is not proposed again."""
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
@@ -158,7 +160,10 @@ class UnitOutcome(BaseModel):
     """Every reason a decision was turned down in this run, in order."""
     candidates: list[str] = Field(default_factory=list)
     """The digest nodes search proposed for this unit."""
+    proposal: str | None = None
+    """``proposed`` / ``rejected``: the review proposal's id."""
 
     @property
     def succeeded(self) -> bool:
-        return self.result in ("applied", "unchanged", "dry-run")
+        """Handled: nothing for the next run to retry (a proposal waits for review instead)."""
+        return self.result in ("applied", "unchanged", "dry-run", "proposed", "rejected")

@@ -79,17 +79,20 @@ def verify(
     applied: Applied,
     unit: DreamUnit,
     keys: LinkKeys,
-) -> None:
-    """Raise DecisionRejected unless ``applied.after`` honours the verb's contract."""
+) -> list[str]:
+    """Raise DecisionRejected unless ``applied.after`` honours the verb's contract; return the
+    checks it passed (a proposal's verdict)."""
     after = applied.after
     try:
         after_note = parse_note(target, after)
     except RemeError as exc:
         raise DecisionRejected(f"the new text of {target} is not a valid note: {exc}") from None
+    passed = ["the new text is a valid note"]
     _check_sources_linked(after, unit, keys)
+    passed.append("## Sources links every source note of the unit")
     if decision.verb == "CREATE":
         _check_create(after_note.body, after, target)
-        return
+        return [*passed, "the new node says something"]
     if before is None:
         raise DecisionRejected(f"{target} does not exist; CREATE it instead")
     try:
@@ -100,9 +103,10 @@ def verify(
             "choose another node or CREATE one"
         ) from None
     _check_links_kept(before, after, keys)
+    passed.append("every wikilink and source link is kept")
     if decision.verb == "CORROBORATE":
         _check_only_sources_added(before, after, unit, keys)
-        return
+        return [*passed, "CORROBORATE only adds source links"]
     if applied.proposed == before:
         raise DecisionRejected(
             f"{decision.verb} made no change to {target}; give the new `content` or an `edit`, "
@@ -113,9 +117,13 @@ def verify(
         raise DecisionRejected(
             f"{decision.verb} removed frontmatter keys {', '.join(lost)}; keep every key"
         )
+    passed += [f"{decision.verb} changes the node", "every frontmatter key is kept"]
     region = _check_one_passage(before_note.body, after_note.body, decision.verb)
+    passed.append("at most one passage is rewritten, keeping most of it")
     if decision.verb == "CORRECT":
         _check_annotation(decision, before, after, after_note.body, region, unit, keys)
+        passed.append("a `> note: contradicted by [[evidence]]` line sits beside the change")
+    return passed
 
 
 def _check_sources_linked(after: str, unit: DreamUnit, keys: LinkKeys) -> None:

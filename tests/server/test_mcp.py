@@ -35,6 +35,7 @@ from reme_core.service.operations import OPERATIONS
 
 READ_TOOLS = {
     *("search", "read", "list", "stat", "traverse", "status", "health"),
+    *("review_list", "review_show"),
     *("memory_get", "memory_list", "memory_retrieve"),
 }
 ALL_TOOLS = {*OPERATIONS, "health"}

@@ -36,6 +36,9 @@ def test_the_issue_lists_every_operation_with_its_profile():
         **dict.fromkeys(["memory_add", "memory_update", "memory_summarize"], "write"),
         **dict.fromkeys(["move", "delete", "dream", "reindex"], "admin"),
         **dict.fromkeys(["memory_delete", "memory_delete_all"], "admin"),
+        **dict.fromkeys(["review_list", "review_show"], "read"),
+        "review_reject": "write",
+        "review_approve": "admin",
     }
     assert all(OPERATIONS[name].read_only for name, p in profiles.items() if p == "read")
     assert {n for n, op in OPERATIONS.items() if op.destructive} == {
@@ -44,6 +47,7 @@ def test_the_issue_lists_every_operation_with_its_profile():
         "dream",
         "memory_delete",
         "memory_delete_all",
+        "review_approve",
     }
 
 

@@ -1,0 +1,81 @@
+"""memory summarize with `memory.review: queue`: MEMORY proposals instead of records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reme_core.memory import MemoryApi
+from tests.memory.support import files_under, open_workspace, scripted, ticking
+
+QUEUE = "memory.review=queue"
+CHAT = [{"role": "user", "content": "I'm Alice. Always 4 spaces, never tabs. I review at 9."}]
+
+
+def memory(content: str, **more: object) -> dict[str, object]:
+    return {"content": content, "when_to_use": "", "refines": None, **more}
+
+
+def test_summarize_proposes_and_approval_writes_the_record(tmp_path: Path):
+    answers = [
+        {"memories": [memory("Uses 4 spaces, never tabs."), memory("Reviews PRs at 9.")]},
+        {"memories": [memory("Reviews PRs at 9."), memory("uses 4 SPACES, never tabs.")]},
+    ]
+    root = tmp_path / "ws"
+    with open_workspace(root, scripted(tmp_path, answers), QUEUE) as reme:
+        api = MemoryApi(reme, clock=ticking())
+        done = api.summarize(CHAT, user_name="alice", sources=["sessions/s1.jsonl"])
+        assert done.added == [] and done.updated == [] and done.history is None
+        assert len(done.proposals) == 2 and files_under(root) == []
+        spaces, reviews = (reme.review.show(p) for p in done.proposals)
+        assert (spaces.verb, spaces.pipeline, spaces.step) == ("MEMORY", "memory_summarize", None)
+        assert spaces.target.startswith("digest/personal/alice/") and spaces.base_hash is None
+        assert spaces.sources == ["sessions/s1.jsonl"]
+        assert spaces.verdict == [
+            "a valid memory record",
+            f"of user_name=alice, id {spaces.payload['memory_id']}",
+        ]
+
+        approved = reme.review.approve([spaces.id])
+        (outcome,) = approved.succeeded
+        assert (root / spaces.target).read_text(encoding="utf-8") == spaces.content
+        listed = api.list(user_name="alice")
+        assert [r.content for r in listed.records] == ["Uses 4 spaces, never tabs."]
+        entry = reme.history.entries(1)[0]
+        assert entry.kind == "memory" and entry.run == outcome.history
+        assert entry.message.startswith(
+            f"reme memory review: approve {spaces.id} (user_name=alice)"
+        )
+
+        rejected = reme.review.reject([reviews.id], reason="not a lasting habit")
+        assert rejected.succeeded[0].status == "rejected"
+        # The same conversation again: the approved memory is a repeat, the rejected one is not
+        # proposed again.
+        again = api.summarize(CHAT, user_name="alice")
+        assert again.proposals == []
+        assert again.unchanged == [spaces.payload["memory_id"]]
+        assert any("rejected in review" in w for w in again.warnings)
+
+
+def test_a_refinement_is_proposed_against_the_record_and_refused_once_it_changed(tmp_path: Path):
+    root = tmp_path / "ws"
+    refine = {"memories": [memory("Uses 2 spaces in YAML, 4 in Python.", refines="@4 spaces")]}
+    with open_workspace(root, scripted(tmp_path, [refine, refine], "reads_ids"), QUEUE) as reme:
+        api = MemoryApi(reme, clock=ticking())
+        record = api.add("Uses 4 spaces, never tabs.", user_name="alice").record
+        done = api.summarize(CHAT, user_name="alice")
+        (proposal,) = (reme.review.show(p) for p in done.proposals)
+        assert proposal.target == record.path and proposal.base_hash == record.content_hash
+        assert "-Uses 4 spaces, never tabs." in proposal.diff
+        assert "+Uses 2 spaces in YAML, 4 in Python." in proposal.diff
+
+        api.update(record.memory_id, user_name="alice", when_to_use="formatting code")
+        (outcome,) = reme.review.approve([proposal.id]).refused
+        assert outcome.status == "stale"
+        assert api.get(record.memory_id, user_name="alice").content == "Uses 4 spaces, never tabs."
+
+        fresh = api.summarize(CHAT, user_name="alice")
+        (second,) = fresh.proposals
+        assert reme.review.approve([second]).succeeded
+        updated = api.get(record.memory_id, user_name="alice")
+        assert updated.content == "Uses 2 spaces in YAML, 4 in Python."
+        assert updated.when_to_use == "formatting code"
