@@ -2,7 +2,8 @@
 middleware every request passes (security checks, then auth).
 
 Request path, outermost first: SecurityMiddleware (Host, Origin, body size) -> CORS (only when
-``server.allowed_origins`` is set) -> AuthMiddleware (bearer token -> principal) -> routes.
+``server.allowed_origins`` is set) -> AuthMiddleware (bearer token -> principal) -> routes. The
+studio's pages (``/`` and ``/studio/...``) authenticate themselves: a session cookie or a bearer.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from reme_core.server.routes import BEARER, Caller, caller, operation_router
 from reme_core.server.security import SecurityMiddleware
 from reme_core.server.workspaces import WorkspaceRegistry
 from reme_core.settings import Settings
+from reme_core.studio import STUDIO_PATHS, STUDIO_PREFIX, mount_studio
 
 log = logging.getLogger("reme.server")
 
@@ -84,12 +86,19 @@ def create_app(
 
     app.include_router(operation_router(registry))
     _add_status_routes(app, registry)
+    # The web workspace at / (its pages check the session cookie or a bearer token themselves).
+    mount_studio(app, settings, registry, token_store)
     if mcp_app is not None:
         app.router.routes.append(Route(MCP_PATH, _Asgi(mcp_app), include_in_schema=False))
     _add_error_handlers(app)
 
     # add_middleware wraps what is already there: the last added runs first.
-    app.add_middleware(AuthMiddleware, store=token_store, public_paths=PUBLIC_PATHS)
+    app.add_middleware(
+        AuthMiddleware,
+        store=token_store,
+        public_paths=(*PUBLIC_PATHS, *STUDIO_PATHS),
+        own_auth_prefixes=(STUDIO_PREFIX,),
+    )
     if server.allowed_origins:
         app.add_middleware(
             CORSMiddleware,

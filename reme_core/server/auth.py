@@ -214,15 +214,31 @@ class AuthMiddleware:
 
     The principal goes into ``scope["state"]["principal"]`` (``request.state.principal``) and the
     ``current_principal`` context variable for the rest of the request.
+
+    Paths under ``own_auth_prefixes`` (the studio: a session cookie or a bearer token) pass
+    through unchecked: their routes authenticate every request themselves.
     """
 
-    def __init__(self, app: ASGIApp, *, store: TokenStore | None, public_paths: Collection[str]):
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        store: TokenStore | None,
+        public_paths: Collection[str],
+        own_auth_prefixes: tuple[str, ...] = (),
+    ):
         self.app = app
         self.store = store
         self.public_paths = frozenset(public_paths)
+        self.own_auth_prefixes = own_auth_prefixes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in self.public_paths:
+        path = scope.get("path", "")
+        if (
+            scope["type"] != "http"
+            or path in self.public_paths
+            or path.startswith(self.own_auth_prefixes)
+        ):
             await self.app(scope, receive, send)
             return
         if self.store is None:

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import uvicorn
 
@@ -201,7 +202,24 @@ class Server:
                 f'         curl -H "Authorization: Bearer ${TOKEN_ENV}" {self.url}/status\n'
                 "More tokens, narrower: reme token create --profile read --workspace NAME"
             )
+        self.echo(
+            f"studio: {_studio_url(self.url, token_file if self.settings.server.auth else None)}"
+        )
         self.ready.set()
+
+
+def _studio_url(url: str, token_file: Path | None) -> str:
+    """The studio's address; with auth on, a login URL carrying the local admin token (as
+    Jupyter prints one): opening it sets a session cookie and drops the token from the URL."""
+    if token_file is None:
+        return f"{url}/"
+    try:
+        secret = token_file.read_text(encoding="utf-8").strip()
+    except OSError:
+        secret = ""
+    if not secret:
+        return f"{url}/ (log in with a token from `reme token create`)"
+    return f"{url}/?{urlencode({'token': secret})}"
 
 
 def serve(settings: Settings, **options: Any) -> None:

@@ -17,10 +17,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from reme_core.errors import ConfigError, NotFoundError
+from reme_core.errors import ConfigError, NotFoundError, PathOutsideWorkspaceError
 from reme_core.memory import MemoryApi, MemoryFilters, MemoryMessage, MemoryScope, MemoryType
 from reme_core.runtime import Reme
 from reme_core.schema import SearchFilters
+from reme_core.workspace.paths import is_internal
 
 Profile = Literal["read", "write", "admin"]
 PROFILE_RANK: dict[str, int] = {"read": 0, "write": 1, "admin": 2}
@@ -161,6 +162,56 @@ def _traverse(reme: Reme, given: TraverseInput) -> dict[str, Any]:
     }
 
 
+def _links(reme: Reme, given: PathInput) -> dict[str, Any]:
+    path = reme.files.stat(given.path).path  # confined, and the path must exist
+    return {"path": path, **reme.links(path)}
+
+
+RUN_ID = Field(pattern=r"^[0-9a-fA-F]{4,40}$", description="A history entry's id (`history`).")
+
+
+class HistoryInput(Input):
+    limit: int = Field(20, ge=1, le=500)
+    path: str | None = None
+    """Only the entries that changed this file (it may since have been deleted)."""
+
+
+def _history(reme: Reme, given: HistoryInput) -> dict[str, Any]:
+    path = None
+    if given.path is not None:
+        path = reme.paths.relative(given.path)
+        if path == "" or is_internal(path):
+            raise PathOutsideWorkspaceError(f"path {given.path!r} names no file of the workspace")
+    return {"path": path, "entries": reme.history.entries(given.limit, path=path)}
+
+
+class RunInput(Input):
+    run: str = RUN_ID
+
+
+def _history_show(reme: Reme, given: RunInput) -> dict[str, Any]:
+    plan = reme.revert_preview(given.run)
+    diff, truncated = reme.history.diff(given.run)
+    return {"run": given.run, "plan": plan, "diff": diff, "truncated": truncated}
+
+
+class RevertInput(Input):
+    run: str = RUN_ID
+    dry_run: bool = False
+    """Only say what the revert would delete, modify and restore."""
+    confirm: bool = False
+    """Needed when the revert deletes files (a dry run lists them first)."""
+    force: bool = False
+    """Needed to revert a snapshot of changes made outside reme (it undoes those edits)."""
+
+
+def _revert(reme: Reme, given: RevertInput) -> dict[str, Any]:
+    if given.dry_run:
+        return {"run": given.run, "dry_run": True, "plan": reme.revert_preview(given.run)}
+    files = reme.revert(given.run, force=given.force, confirm=given.confirm)
+    return {"run": given.run, "dry_run": False, "files": files}
+
+
 # -- write ---------------------------------------------------------------------------------
 
 
@@ -168,6 +219,8 @@ class WriteInput(Input):
     path: str
     content: str
     expected_hash: str | None = None
+    create_only: bool = False
+    """Refuse (conflict) when the file already exists: a new note never replaces one."""
 
 
 class EditInput(Input):
@@ -568,6 +621,34 @@ OPERATIONS: dict[str, Operation] = {
             idempotent=True,
         ),
         Operation(
+            "links",
+            "read",
+            "A note's links both ways: outbound (resolved, missing or ambiguous) and inbound.",
+            PathInput,
+            _links,
+            read_only=True,
+            idempotent=True,
+        ),
+        Operation(
+            "history",
+            "read",
+            "The workspace's change history, newest first (pipeline runs, writes, snapshots, "
+            "reverts), or one file's.",
+            HistoryInput,
+            _history,
+            read_only=True,
+            idempotent=True,
+        ),
+        Operation(
+            "history_show",
+            "read",
+            "One history entry: its diff and what reverting it would delete, modify, restore.",
+            RunInput,
+            _history_show,
+            read_only=True,
+            idempotent=True,
+        ),
+        Operation(
             "status",
             "read",
             "Workspace status: files, chunks, index and vector state, problems.",
@@ -581,7 +662,9 @@ OPERATIONS: dict[str, Operation] = {
             "write",
             "Create or replace a Markdown note atomically (expected_hash guards lost updates).",
             WriteInput,
-            lambda r, i: r.files.write(i.path, i.content, expected_hash=i.expected_hash),
+            lambda r, i: r.files.write(
+                i.path, i.content, expected_hash=i.expected_hash, create_only=i.create_only
+            ),
             idempotent=True,
         ),
         Operation(
@@ -638,6 +721,15 @@ OPERATIONS: dict[str, Operation] = {
             "Delete a note (reports notes whose links now dangle).",
             DeleteInput,
             lambda r, i: r.files.delete(i.path, expected_hash=i.expected_hash),
+            destructive=True,
+        ),
+        Operation(
+            "revert",
+            "admin",
+            "Undo one history entry as a new entry (dry_run previews; deleting files needs "
+            "confirm, a snapshot force).",
+            RevertInput,
+            _revert,
             destructive=True,
         ),
         Operation(

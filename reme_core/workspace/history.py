@@ -228,8 +228,9 @@ class History:
         self._git("commit", "--quiet", "--no-verify", "-m", message)
         return self._git("rev-parse", "--short", "HEAD").stdout.strip()
 
-    def entries(self, limit: int = 20) -> list[HistoryEntry]:
-        """Newest first."""
+    def entries(self, limit: int = 20, path: str | None = None) -> list[HistoryEntry]:
+        """Newest first; with ``path`` (workspace-relative), only the entries that changed that
+        file, each listing only it."""
         if not (self.git_dir / "HEAD").exists():
             return []
         if self._git("rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode != 0:
@@ -240,6 +241,7 @@ class History:
             "--name-only",
             "--no-renames",
             "--format=\x1e%h\x1f%cI\x1f%s\x1f%b\x1d",
+            *(["--", path] if path else []),
         ).stdout
         entries = []
         for block in out.split("\x1e")[1:]:
@@ -257,14 +259,29 @@ class History:
             )
         return entries
 
-    def preview(self, run: str) -> RevertPlan:
-        """What ``revert(run)`` would delete, modify and restore; changes nothing."""
+    def _commit_of(self, run: str) -> str:
+        """The full commit id of history entry ``run``, or a HistoryError."""
         if not (self.git_dir / "HEAD").exists():
             raise HistoryError(f"no run {run!r} in the history (see `reme history`)")
         found = self._git("rev-parse", "--verify", "--quiet", f"{run}^{{commit}}", check=False)
         if found.returncode != 0:
             raise HistoryError(f"no run {run!r} in the history (see `reme history`)")
-        commit = found.stdout.strip()
+        return found.stdout.strip()
+
+    def diff(self, run: str, max_chars: int = 200_000) -> tuple[str, bool]:
+        """The unified diff of what entry ``run`` changed, and whether it was cut at
+        ``max_chars``."""
+        commit = self._commit_of(run)
+        out = self._git(
+            "show", "--format=", "--no-renames", "--no-color", "--no-ext-diff", commit
+        ).stdout
+        if len(out) > max_chars:
+            return out[:max_chars], True
+        return out, False
+
+    def preview(self, run: str) -> RevertPlan:
+        """What ``revert(run)`` would delete, modify and restore; changes nothing."""
+        commit = self._commit_of(run)
         message = self._git("log", "-1", "--format=%s", commit).stdout.strip()
         changes = self._git("diff-tree", *_DIFF_TREE, commit).stdout.split("\0")
         plan = RevertPlan(run=run, kind=kind_of(message), message=message)

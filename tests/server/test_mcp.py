@@ -37,6 +37,7 @@ READ_TOOLS = {
     *("search", "read", "list", "stat", "traverse", "status", "health"),
     *("review_list", "review_show"),
     *("memory_get", "memory_list", "memory_retrieve"),
+    *("links", "history", "history_show"),
 }
 ALL_TOOLS = {*OPERATIONS, "health"}
 DEPLOY = "digest/procedure/deploy-process.md"
