@@ -287,6 +287,8 @@ def summarize_command(
         lines += [f"+ {_line(x)}" for x in r["added"]]
         lines += [f"~ {_line(x)}" for x in r["updated"]]
         lines += [f"! {w}" for w in r["warnings"]]
+        # memory.review: queue: proposals instead of records.
+        lines += [f"? proposed {p}: reme review show {p}" for p in r.get("proposals", [])]
         return "\n".join(lines)
 
     emit(result, as_json, text)

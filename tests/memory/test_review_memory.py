@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
+from click.testing import CliRunner
+from conftest import KEYWORD_ONLY_ENV
+
+from reme_core.cli import cli
 from reme_core.memory import MemoryApi
+from reme_core.workspace.layout import init_workspace
 from tests.memory.support import files_under, open_workspace, scripted, ticking
 
 QUEUE = "memory.review=queue"
@@ -79,3 +86,20 @@ def test_a_refinement_is_proposed_against_the_record_and_refused_once_it_changed
         updated = api.get(record.memory_id, user_name="alice")
         assert updated.content == "Uses 2 spaces in YAML, 4 in Python."
         assert updated.when_to_use == "formatting code"
+
+
+def test_the_cli_says_what_it_proposed(tmp_path: Path):
+    root = tmp_path / "ws"
+    init_workspace(root)
+    messages = tmp_path / "chat.json"
+    messages.write_text(json.dumps(CHAT), encoding="utf-8")
+    model = scripted(tmp_path, [{"memories": [memory("Uses 4 spaces, never tabs.")]}])
+    args = ["memory", "summarize", "--user", "alice", "--messages", str(messages)]
+    sets = ["--set", model, "--set", QUEUE, "-w", str(root)]
+    result = CliRunner().invoke(cli, [*args, *sets], env=KEYWORD_ONLY_ENV)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("0 added, 0 updated, 0 unchanged, 0 skipped")
+    (proposal,) = re.findall(r"\? proposed ([0-9a-f]{12}): reme review show \1", result.stdout)
+    assert files_under(root) == []
+    listed = CliRunner().invoke(cli, ["review", "list", "--json", "-w", str(root)])
+    assert [p["id"] for p in json.loads(listed.stdout)["proposals"]] == [proposal]

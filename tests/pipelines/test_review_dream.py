@@ -26,6 +26,7 @@ from reme_core.errors import ConfigError, NotFoundError, WorkspaceError
 from reme_core.runtime import Reme
 from reme_core.settings import load_settings
 from reme_core.workspace.hashing import content_hash
+from reme_plugins.dream.cli import render
 
 QUEUE = "pipelines.dream.review=queue"
 MIRA = "digest/personal/mira.md"
@@ -91,6 +92,8 @@ def test_queue_writes_proposals_and_leaves_the_notes_byte_identical(ws: Workspac
     # The units are handled pending review: the notes are checkpointed, nothing is queued.
     checkpoint = ws.checkpoint()
     assert set(checkpoint["notes"]) == set(NOTES) and checkpoint["queue"] == []
+    text = render(result)  # what `reme dream` prints
+    assert "2 proposed" in text and "2 change(s) proposed, nothing written" in text
 
 
 def test_approve_applies_exactly_the_proposed_content_and_records_it(ws: Workspace):
