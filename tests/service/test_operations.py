@@ -37,6 +37,8 @@ def test_the_issue_lists_every_operation_with_its_profile():
         **dict.fromkeys(["move", "delete", "dream", "reindex"], "admin"),
         **dict.fromkeys(["memory_delete", "memory_delete_all"], "admin"),
         **dict.fromkeys(["review_list", "review_show"], "read"),
+        **dict.fromkeys(["links", "history", "history_show"], "read"),
+        "revert": "admin",
         "review_reject": "write",
         "review_approve": "admin",
     }
@@ -48,6 +50,7 @@ def test_the_issue_lists_every_operation_with_its_profile():
         "memory_delete",
         "memory_delete_all",
         "review_approve",
+        "revert",
     }
 
 
