@@ -54,6 +54,7 @@ def test_a_read_token_sees_read_tools_and_cannot_write_or_delete(served: tuple[P
         *("search", "read", "list", "stat", "traverse", "status", "health"),
         *("memory_get", "memory_list", "memory_retrieve"),
         *("links", "history", "history_show"),
+        *("review_list", "review_show"),
     }
     assert reader["write"].is_error and reader["delete"].is_error
     assert not (workspace / NOTE).exists()
