@@ -7,7 +7,7 @@ over the class; it is constructed only when config selects it, so registering st
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
@@ -85,8 +85,17 @@ class Chunker(Component, ABC):
         """Return chunks in document order; ``ordinal`` counts from 0 and ids are ``path#ordinal``."""
 
 
+TextSource = Callable[[Sequence[str]], Mapping[str, str]]
+"""Chunk id -> text, for the ids the catalog holds (``Catalog.chunk_texts``)."""
+
+
 class KeywordIndex(Component, ABC):
     """A full-text index over chunks, updated per file."""
+
+    def attach_text_source(self, texts: TextSource) -> None:
+        """The indexer hands over the catalog's chunk texts before any write. An index that
+        keeps every chunk's text to rebuild itself from may read them back from here instead of
+        storing a second copy; the default ignores it."""
 
     @abstractmethod
     def upsert(self, path: str, chunks: Sequence[Chunk]) -> None:
@@ -132,6 +141,18 @@ class KeywordIndex(Component, ABC):
 
 class Graph(Component, ABC):
     """Adjacency between notes, from wikilinks. Unresolved links are kept as pending edges."""
+
+    def linked_paths(self, paths: Sequence[str]) -> dict[str, tuple[list[str], list[str]]]:
+        """For link expansion, per path: the targets of its resolved links (line order) and the
+        sources of resolved links to it (by source, then line), repeats kept. This default reads
+        ``outbound`` and ``inbound``; a graph may answer every path in one read."""
+        return {
+            path: (
+                [link.target for link in self.outbound(path) if link.target],
+                [link.source for link in self.inbound(path)],
+            )
+            for path in dict.fromkeys(paths)
+        }
 
     @abstractmethod
     def set_links(self, source: str, links: Sequence[Link]) -> None:

@@ -119,6 +119,24 @@ class SqliteGraph(Graph):
         """Every link whose target is missing or ambiguous, by source then line."""
         return self._links("WHERE state != 'resolved' ORDER BY source, line, ord", ())
 
+    def linked_paths(self, paths: Sequence[str]) -> dict[str, tuple[list[str], list[str]]]:
+        """``Graph.linked_paths`` in one read, paths only (no ``Link`` per row)."""
+        found: dict[str, tuple[list[str], list[str]]] = {}
+        with self._read() as conn:
+            for path in dict.fromkeys(paths):
+                outbound = conn.execute(
+                    "SELECT target FROM links WHERE source = ? AND target IS NOT NULL "
+                    "AND target != '' ORDER BY line, ord",
+                    (path,),
+                ).fetchall()
+                inbound = conn.execute(
+                    "SELECT source FROM links WHERE target = ? AND state = 'resolved' "
+                    "AND source != ? ORDER BY source, line, ord",
+                    (path, path),
+                ).fetchall()
+                found[path] = ([row[0] for row in outbound], [row[0] for row in inbound])
+        return found
+
     def sources(self) -> set[str]:
         """Every note with stored links."""
         with self._read() as conn:

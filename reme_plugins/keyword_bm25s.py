@@ -12,12 +12,14 @@ Searches read a published *view* (main, a tombstone mask that writes copy before
 delta) with no lock held, so many score at once; a write withdraws the view and ``refresh()`` (or
 the next search) publishes a new one.
 
-A search scores both segments with tombstoned and filtered-out chunks masked inside the scoring
-(bm25s ``weight_mask``, then top-k among the unmasked matches only), and merges by score. A merge
-(``optimize()``, or automatically when the delta or the tombstones outgrow
-``max(delta_merge_min, delta_merge_ratio * live main chunks)``) rebuilds main from the stored chunk
-texts. While main is empty, writes only accumulate, so a bulk index of many notes builds main once,
-at the first search or flush; one edited note never rebuilds main.
+A search scores both segments from bm25s's precomputed score matrix (a CSC matrix per segment:
+the postings of each query token, summed per chunk in float32, exactly as bm25s sums them), only
+over chunks that hold a query token and pass the tombstone and filter masks, then takes the top k
+of those and merges the segments by score. Scoring needs numpy alone: bm25s (and scipy behind it)
+is imported only to build a segment. A merge (``optimize()``, or automatically when the delta or
+the tombstones outgrow ``max(delta_merge_min, delta_merge_ratio * live main chunks)``) rebuilds
+main from the live chunk texts. While main is empty, writes only accumulate, so a bulk index of
+many notes builds main once, at the first search or flush; one edited note never rebuilds main.
 
 Scores: the delta is scored with the statistics a full rebuild would use, those of the live corpus
 (main's live chunks plus the delta): document count, document frequencies (main's counted over its
@@ -30,96 +32,175 @@ the auto-merge threshold bounds how far they can drift (the tombstones, and the 
 close, not identical, while many chunks are tombstoned. A change to main's live chunks (a deletion,
 an edit) makes the delta rebuild from its cached tokens at the next refresh or search.
 
-On disk, under ``<state_dir>/bm25s/``: ``chunks.sqlite3`` (id, path, hash and text of every live
-chunk, so a merge reads no notes), ``main-<generation>/`` (bm25s files plus ``ids.json``) and
-``manifest.json`` naming the current main folder. Delta and tombstones are not stored: on load they
-are derived by comparing main's chunk hashes with the stored texts, so whichever of the files a
-crash left new or old, the loaded state is consistent.
+On disk, under ``<state_dir>/bm25s/``:
+
+- ``rows.sqlite3``: one row per live chunk: id, a 60-bit content hash, which main generation
+  indexes it (0: the delta), and its text, unless the indexer attached the catalog as the text
+  source (``attach_text_source``): then texts are read back from the catalog when a merge or a
+  reopened delta needs them (checked against the hash; a chunk whose text is gone is dropped, and
+  the indexer's drift check then repairs it), so they are stored once per workspace, not twice;
+- ``main-<generation>/``: main's arrays (``data``, ``indices``, ``indptr``, and bm25l/bm25+'s
+  ``nonoccurrence``) and vocabulary as bm25s built them, its chunk ids, hashes and token counts;
+- ``manifest.json``: the current main folder and the parameters it was built with.
+
+Opening reads nothing; the first search (or write) loads main and derives delta and tombstones
+from the rows' generation marks: delta rows are those marked 0 (a partial index finds them), and
+main chunks without a row marked with main's generation are tombstones. A merge marks every row
+with the new generation in one transaction before main is saved; when the manifest's generation and
+the rows' disagree (a crash between the two, files edited by hand) the load compares every row's
+hash with main's instead, as older versions always did, and marks the rows again, so whichever of
+the files a crash left new or old, the loaded state is consistent.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
 import shutil
+import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-import bm25s
 import numpy as np
-from bm25s.scoring import (
-    _build_idf_array,
-    _build_nonoccurrence_array,
-    _build_scores_and_indices_for_matrix,
-    _select_idf_scorer,
-    _select_tfc_scorer,
-)
 from pydantic import Field
 
 from reme_core import hookimpl
-from reme_core.components import ComponentContext, ComponentSettings, KeywordIndex
+from reme_core.components import ComponentContext, ComponentSettings, KeywordIndex, TextSource
 from reme_core.errors import RemeError
 from reme_core.schema import Chunk
 from reme_core.schema.chunk import chunk_path
 from reme_plugins.sqlite_util import LockedDb, open_db, state_file
 from reme_plugins.text_tokenize import Tokenizer
 
-# bm25s sets its own logger to DEBUG; its info messages ("the query is empty") are noise here.
-logging.getLogger("bm25s").setLevel(logging.WARNING)
+if TYPE_CHECKING:
+    import bm25s
+
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 2  # 2: main stores its chunks' token counts
-SCHEMA_VERSION = 1
+FORMAT_VERSION = 3  # 3: main in own files, read without bm25s; rows marked by main generation
+SCHEMA_VERSION = 2
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS chunks (
     id TEXT PRIMARY KEY,
-    path TEXT NOT NULL,
-    hash TEXT NOT NULL,
-    text TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS chunks_by_path ON chunks (path);
+    hash INTEGER NOT NULL,
+    main INTEGER NOT NULL DEFAULT 0,
+    text TEXT
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS chunks_delta ON chunks (main) WHERE main = 0;
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+_ROWS_DB = "rows.sqlite3"
+_OLD_ROWS_DB = "chunks.sqlite3"  # format 2: (id, path, hex hash, text); migrated on first load
+_MAIN_GENERATION = "main_generation"
 _MANIFEST = "manifest.json"
-_IDS = "ids.json"
+_META = "meta.json"
+_IDS = "ids.txt"
+_ARRAYS = ("data", "indices", "indptr", "hashes", "lengths")
 _MAIN_PREFIX = "main-"
 _TMP_SUFFIX = ".tmp"
 _FETCH_BATCH = 500  # SQLite's default limit on bound parameters is 999
 
-Row = tuple[str, str, str]
-"""(chunk id, content hash, text)."""
+Row = tuple[str, int, int, str | None]
+"""(chunk id, content hash, main generation that indexes it or 0, text or None) as stored."""
+
+
+def text_hash(text: str) -> int:
+    """A chunk text's hash as rows store it: the first 60 bits of its SHA-256 (fits SQLite's
+    INTEGER and numpy's int64; it only tells an edited chunk from an unchanged one)."""
+    return int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:15], 16)
+
+
+def _chunk_hash(chunk: Chunk) -> int:
+    return int(chunk.content_hash[:15], 16)
+
+
+@dataclass
+class _Segment:
+    """One bm25s index as search reads it: the CSC score matrix (token columns) and vocabulary."""
+
+    data: np.ndarray  # float32 score of each posting
+    indices: np.ndarray  # the chunk of each posting
+    indptr: np.ndarray  # token t's postings are [indptr[t], indptr[t + 1])
+    vocab: dict[str, int]
+    n_docs: int
+    nonoccurrence: np.ndarray | None = None  # bm25l/bm25+: every chunk's score per query token
+
+    @classmethod
+    def of(cls, bm25: bm25s.BM25) -> _Segment:
+        scores = bm25.scores
+        nonoccurrence = getattr(bm25, "nonoccurrence_array", None)
+        return cls(
+            np.asarray(scores["data"]),
+            np.asarray(scores["indices"]),
+            np.asarray(scores["indptr"]),
+            dict(bm25.vocab_dict),
+            int(scores["num_docs"]),
+            None if nonoccurrence is None else np.asarray(nonoccurrence),
+        )
+
+    def token_ids(self, tokens: Iterable[str]) -> list[int]:
+        """Ids of the tokens this segment has postings for, repeats kept (bm25s scores a token
+        once per occurrence in the query)."""
+        n_vocab = len(self.indptr) - 1
+        vocab = self.vocab
+        found = (vocab.get(token) for token in tokens)
+        return [t for t in found if t is not None and t < n_vocab]
+
+    def save(self, folder: Path) -> None:
+        for name in ("data", "indices", "indptr"):
+            _save_array(folder / f"{name}.npy", getattr(self, name))
+        if self.nonoccurrence is not None:
+            _save_array(folder / "nonoccurrence.npy", self.nonoccurrence)
+        _write_file(folder / "vocab.json", json.dumps(self.vocab, ensure_ascii=False))
+
+    @classmethod
+    def load(cls, folder: Path, n_docs: int) -> _Segment:
+        nonoccurrence = None
+        if (folder / "nonoccurrence.npy").exists():
+            nonoccurrence = np.load(folder / "nonoccurrence.npy", allow_pickle=False)
+        return cls(
+            np.load(folder / "data.npy", allow_pickle=False),
+            np.load(folder / "indices.npy", allow_pickle=False),
+            np.load(folder / "indptr.npy", allow_pickle=False),
+            json.loads((folder / "vocab.json").read_text(encoding="utf-8")),
+            n_docs,
+            nonoccurrence,
+        )
 
 
 @dataclass
 class _Main:
-    """The main segment: a bm25s index (None when no chunk has a token), its chunk ids and their
+    """The main segment (``seg`` None when no chunk has a token), its chunk ids, their hashes and
     token counts (for the live corpus's average chunk length)."""
 
     ids: list[str] = field(default_factory=list)
-    hashes: list[str] = field(default_factory=list)
-    bm25: bm25s.BM25 | None = None
+    hashes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    seg: _Segment | None = None
     generation: int = 0
     lengths: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    pos: dict[str, int] = field(init=False)
-    by_path: dict[str, list[int]] = field(init=False)
-    alive: np.ndarray = field(init=False)  # 1.0 live, 0.0 tombstoned: the search weight mask
+    alive: np.ndarray = field(init=False)  # True live, False tombstoned: the search mask
     dead: int = field(init=False)
     live_tokens: int = field(init=False)  # the token count of the live chunks
     alive_shared: bool = field(init=False)  # a published view holds ``alive``: copy on write
+    _pos: dict[str, int] | None = field(init=False, default=None)
+    _by_path: dict[str, list[int]] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
+        self.hashes = np.asarray(self.hashes, dtype=np.int64)
         self.lengths = np.asarray(self.lengths, dtype=np.int64)
-        if len(self.lengths) != len(self.ids):
-            raise ValueError(f"{len(self.lengths)} token counts for {len(self.ids)} chunks")
-        self.pos = {cid: i for i, cid in enumerate(self.ids)}
-        self.by_path = {}
-        for i, cid in enumerate(self.ids):
-            self.by_path.setdefault(chunk_path(cid), []).append(i)
-        self.alive = np.ones(len(self.ids), dtype=np.float32)
+        if not len(self.ids) == len(self.hashes) == len(self.lengths):
+            raise ValueError(
+                f"{len(self.hashes)} hashes and {len(self.lengths)} token counts "
+                f"for {len(self.ids)} chunks"
+            )
+        self.alive = np.ones(len(self.ids), dtype=bool)
         self.dead = 0
         self.live_tokens = int(self.lengths.sum())
         self.alive_shared = False
@@ -127,6 +208,28 @@ class _Main:
     @property
     def live(self) -> int:
         return len(self.ids) - self.dead
+
+    @property
+    def pos(self) -> dict[str, int]:
+        """Chunk id -> position; built on first use (a search with filters, a write)."""
+        pos = self._pos
+        if pos is None:
+            pos = self._pos = dict(zip(self.ids, range(len(self.ids)), strict=True))
+        return pos
+
+    @property
+    def by_path(self) -> dict[str, list[int]]:
+        """Path -> positions of its chunks; built on first use (a write)."""
+        by_path = self._by_path
+        if by_path is None:
+            by_path = {}
+            for i, cid in enumerate(self.ids):
+                by_path.setdefault(chunk_path(cid), []).append(i)
+            self._by_path = by_path
+        return by_path
+
+    def hash_of(self, index: int) -> int:
+        return int(self.hashes[index])
 
     def share_alive(self) -> np.ndarray:
         """``alive`` for a search to read without the lock; later changes go to a copy."""
@@ -143,16 +246,17 @@ class _Main:
         if bool(self.alive[index]) == alive:
             return False
         self._own_alive()
-        self.alive[index] = 1.0 if alive else 0.0
+        self.alive[index] = alive
         self.dead += -1 if alive else 1
         self.live_tokens += int(self.lengths[index]) * (1 if alive else -1)
         return True
 
-    def kill_all(self) -> None:
+    def set_dead(self, positions: Iterable[int]) -> None:
+        """Tombstone many chunks at once (loading)."""
         self._own_alive()
-        self.alive[:] = 0.0
-        self.dead = len(self.ids)
-        self.live_tokens = 0
+        self.alive[list(positions)] = False
+        self.dead = int(len(self.ids) - self.alive.sum())
+        self.live_tokens = int(self.lengths[self.alive].sum())
 
     def live_doc_freqs(self, tokens: Sequence[str]) -> np.ndarray:
         """How many live chunks contain each of ``tokens``.
@@ -160,16 +264,15 @@ class _Main:
         Work is proportional to those tokens' posting lists, and only when chunks are tombstoned.
         """
         out = np.zeros(len(tokens), dtype=np.int64)
-        bm25 = self.bm25
-        if bm25 is None or not tokens:
+        seg = self.seg
+        if seg is None or not tokens:
             return out
-        indptr = bm25.scores["indptr"]
+        indptr = seg.indptr
         n_vocab = len(indptr) - 1
-        vocab = bm25.vocab_dict
         which: list[int] = []
         rows: list[int] = []
         for i, token in enumerate(tokens):
-            t = vocab.get(token)
+            t = seg.vocab.get(token)
             if t is not None and t < n_vocab:
                 which.append(i)
                 rows.append(t)
@@ -183,104 +286,127 @@ class _Main:
             # Every posting of these tokens, then how many of them fall on a tombstoned chunk.
             first = np.cumsum(counts) - counts
             postings = np.repeat(starts - first, counts) + np.arange(int(counts.sum()))
-            dead = self.alive[bm25.scores["indices"][postings]] == 0.0
+            dead = ~self.alive[seg.indices[postings]]
             owner = np.repeat(np.arange(len(rows)), counts)
             out[which] -= np.bincount(owner, weights=dead, minlength=len(rows)).astype(np.int64)
         return out
 
 
-class _CorpusStatsBM25(bm25s.BM25):
-    """A bm25s index scored with statistics of a larger corpus than the one it indexes.
+@cache
+def _bm25s() -> Any:
+    """The bm25s module, imported on first build (it imports scipy: a tenth of a second)."""
+    import bm25s
 
-    bm25s takes the document count, the document frequencies and the average document length from
-    the corpus it indexes; the delta indexes only the chunks written since the last merge, so this
-    override of ``build_index_from_ids`` (bm25s 0.3.16, numpy CSC backend) takes them from the
-    live corpus instead. Index it with ``(corpus token ids, vocab)``: ``doc_freqs[t]`` is the
-    live-corpus document frequency of token id ``t``.
-    """
+    logging.getLogger("bm25s").setLevel(logging.WARNING)  # its info lines ("empty query") are noise
+    return bm25s
 
-    def __init__(
-        self, *, doc_freqs: np.ndarray, n_docs: int, avg_doc_len: float, **kwargs: Any
-    ) -> None:
-        super().__init__(**kwargs)
-        self.corpus_doc_freqs = doc_freqs
-        self.corpus_n_docs = n_docs
-        self.corpus_avg_doc_len = avg_doc_len
 
-    def build_index_from_ids(
-        self,
-        unique_token_ids: list[int],
-        corpus_token_ids: list[list[int]],
-        show_progress: bool = True,
-        leave_progress: bool = False,
-    ) -> dict[str, Any]:
-        n_docs = len(corpus_token_ids)
-        n_vocab = len(unique_token_ids)
-        own_df = {t: 0 for t in unique_token_ids}  # sizes bm25s's score arrays
-        for doc in corpus_token_ids:
-            for t in set(doc):
-                own_df[t] += 1
-        corpus_df = {t: int(self.corpus_doc_freqs[t]) for t in unique_token_ids}
-        idf_fn = _select_idf_scorer(self.idf_method)
-        avg = self.corpus_avg_doc_len
-        self.nonoccurrence_array = None
-        if self.method in self.methods_requiring_nonoccurrence:
-            self.nonoccurrence_array = _build_nonoccurrence_array(
+@cache
+def _corpus_stats_bm25() -> type:
+    """``_CorpusStatsBM25``: defined on first use, since it subclasses bm25s's class."""
+    bm25s = _bm25s()
+    from bm25s.scoring import (
+        _build_idf_array,
+        _build_nonoccurrence_array,
+        _build_scores_and_indices_for_matrix,
+        _select_idf_scorer,
+        _select_tfc_scorer,
+    )
+
+    class _CorpusStatsBM25(bm25s.BM25):  # type: ignore[name-defined,misc]
+        """A bm25s index scored with statistics of a larger corpus than the one it indexes.
+
+        bm25s takes the document count, the document frequencies and the average document length
+        from the corpus it indexes; the delta indexes only the chunks written since the last
+        merge, so this override of ``build_index_from_ids`` (bm25s 0.3.16, numpy CSC backend)
+        takes them from the live corpus instead. Index it with ``(corpus token ids, vocab)``:
+        ``doc_freqs[t]`` is the live-corpus document frequency of token id ``t``.
+        """
+
+        def __init__(
+            self, *, doc_freqs: np.ndarray, n_docs: int, avg_doc_len: float, **kwargs: Any
+        ) -> None:
+            super().__init__(**kwargs)
+            self.corpus_doc_freqs = doc_freqs
+            self.corpus_n_docs = n_docs
+            self.corpus_avg_doc_len = avg_doc_len
+
+        def build_index_from_ids(
+            self,
+            unique_token_ids: list[int],
+            corpus_token_ids: list[list[int]],
+            show_progress: bool = True,
+            leave_progress: bool = False,
+        ) -> dict[str, Any]:
+            n_docs = len(corpus_token_ids)
+            n_vocab = len(unique_token_ids)
+            own_df = {t: 0 for t in unique_token_ids}  # sizes bm25s's score arrays
+            for doc in corpus_token_ids:
+                for t in set(doc):
+                    own_df[t] += 1
+            corpus_df = {t: int(self.corpus_doc_freqs[t]) for t in unique_token_ids}
+            idf_fn = _select_idf_scorer(self.idf_method)
+            avg = self.corpus_avg_doc_len
+            self.nonoccurrence_array = None
+            if self.method in self.methods_requiring_nonoccurrence:
+                self.nonoccurrence_array = _build_nonoccurrence_array(
+                    doc_frequencies=corpus_df,
+                    n_docs=self.corpus_n_docs,
+                    compute_idf_fn=idf_fn,
+                    calculate_tfc_fn=_select_tfc_scorer(self.method),
+                    l_d=avg,
+                    l_avg=avg,
+                    k1=self.k1,
+                    b=self.b,
+                    delta=self.delta,
+                    dtype=self.dtype,
+                )
+            idf_array = _build_idf_array(
                 doc_frequencies=corpus_df,
                 n_docs=self.corpus_n_docs,
                 compute_idf_fn=idf_fn,
-                calculate_tfc_fn=_select_tfc_scorer(self.method),
-                l_d=avg,
-                l_avg=avg,
+                dtype=self.dtype,
+            )
+            scores_flat, doc_idx, vocab_idx = _build_scores_and_indices_for_matrix(
+                corpus_token_ids=corpus_token_ids,
+                idf_array=idf_array,
+                avg_doc_len=avg,
+                doc_frequencies=own_df,
                 k1=self.k1,
                 b=self.b,
                 delta=self.delta,
+                show_progress=False,
+                leave_progress=False,
                 dtype=self.dtype,
+                int_dtype=self.int_dtype,
+                method=self.method,
+                nonoccurrence_array=self.nonoccurrence_array,
             )
-        idf_array = _build_idf_array(
-            doc_frequencies=corpus_df,
-            n_docs=self.corpus_n_docs,
-            compute_idf_fn=idf_fn,
-            dtype=self.dtype,
-        )
-        scores_flat, doc_idx, vocab_idx = _build_scores_and_indices_for_matrix(
-            corpus_token_ids=corpus_token_ids,
-            idf_array=idf_array,
-            avg_doc_len=avg,
-            doc_frequencies=own_df,
-            k1=self.k1,
-            b=self.b,
-            delta=self.delta,
-            show_progress=False,
-            leave_progress=False,
-            dtype=self.dtype,
-            int_dtype=self.int_dtype,
-            method=self.method,
-            nonoccurrence_array=self.nonoccurrence_array,
-        )
-        data, indices, indptr = self._np_csc(
-            data=scores_flat, rows=doc_idx, cols=vocab_idx, shape=(n_docs, n_vocab)
-        )
-        return {
-            "data": data.astype(self.dtype),
-            "indices": indices,
-            "indptr": indptr,
-            "num_docs": n_docs,
-        }
+            data, indices, indptr = self._np_csc(
+                data=scores_flat, rows=doc_idx, cols=vocab_idx, shape=(n_docs, n_vocab)
+            )
+            return {
+                "data": data.astype(self.dtype),
+                "indices": indices,
+                "indptr": indptr,
+                "num_docs": n_docs,
+            }
+
+    return _CorpusStatsBM25
 
 
 @dataclass
 class _DeltaEntry:
     path: str
-    hash: str
-    text: str | None  # dropped once tokenized; None when loaded from disk (read from SQLite)
+    hash: int
+    text: str | None  # dropped once tokenized; None when loaded from disk (read back when needed)
     tokens: list[str] | None = None
 
 
 @dataclass
 class _Delta:
     ids: list[str]
-    bm25: bm25s.BM25 | None
+    seg: _Segment | None
     pos: dict[str, int] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -327,7 +453,8 @@ class Bm25sKeywordIndex(KeywordIndex):
         self.dir = state_file(context, "bm25s", "the bm25s keyword index")
         self.tokenizer = Tokenizer(self.settings.language, self.settings.stem)
         self._lock = threading.RLock()
-        self._db = LockedDb(lambda: open_db(self.dir / "chunks.sqlite3", SCHEMA, SCHEMA_VERSION))
+        self._db = LockedDb(lambda: open_db(self.dir / _ROWS_DB, SCHEMA, SCHEMA_VERSION))
+        self._texts: TextSource | None = None  # the catalog, when the indexer attached it
         self._loaded = False
         self._main = _Main()
         self._main_dirty = False  # main changed since it was last saved
@@ -344,9 +471,13 @@ class Bm25sKeywordIndex(KeywordIndex):
 
     # -- KeywordIndex ------------------------------------------------------------------------
 
+    def attach_text_source(self, texts: TextSource) -> None:
+        """Read chunk texts back from ``texts`` (the catalog) instead of storing a copy."""
+        self._texts = texts
+
     def upsert(self, path: str, chunks: Sequence[Chunk]) -> None:
         """Replace every chunk of ``path``; cheap: no bm25s index is built here."""
-        rows: list[Row] = []
+        rows: list[tuple[str, int, str]] = []
         seen: set[str] = set()
         for chunk in chunks:
             if chunk.path != path:
@@ -357,7 +488,7 @@ class Bm25sKeywordIndex(KeywordIndex):
             if chunk.id in seen:
                 raise RemeError(f"keyword index: chunk id {chunk.id!r} appears twice for {path!r}")
             seen.add(chunk.id)
-            rows.append((chunk.id, chunk.content_hash, chunk.text))
+            rows.append((chunk.id, _chunk_hash(chunk), chunk.text))
         with self._lock:
             self._ensure_loaded()
             self._view = None
@@ -375,8 +506,8 @@ class Bm25sKeywordIndex(KeywordIndex):
     ) -> list[tuple[str, float]]:
         """Return ``(chunk_id, bm25 score)`` best first, only among ``allowed_ids`` when given.
 
-        Searches run concurrently: each scores a published view with no lock held (bm25s scoring
-        only reads the index). Only the first search after a write not followed by ``refresh()``
+        Searches run concurrently: each scores a published view with no lock held (scoring only
+        reads the arrays). Only the first search after a write not followed by ``refresh()``
         takes the lock, to rebuild the delta.
         """
         if limit <= 0 or (allowed_ids is not None and not allowed_ids):
@@ -390,20 +521,25 @@ class Bm25sKeywordIndex(KeywordIndex):
                 view = self._refreshed()
         main = view.main
         hits: list[tuple[str, float]] = []
-        if main.bm25 is not None and view.main_live:
-            allowed = self._allowed_mask(main, main.pos, len(main.ids), allowed_ids)
-            hits += _search_segment(main.bm25, main.ids, tokens, limit, view.alive, allowed)
+        if main.seg is not None and view.main_live:
+            allowed = self._allowed_mask(main, lambda: main.pos, len(main.ids), allowed_ids)
+            alive = view.alive if view.main_live < len(main.ids) else None
+            hits += _search_segment(main.seg, main.ids, tokens, limit, alive, allowed)
         delta = view.delta
-        if delta is not None and delta.bm25 is not None:
-            allowed = self._allowed_mask(delta, delta.pos, len(delta.ids), allowed_ids)
-            hits += _search_segment(delta.bm25, delta.ids, tokens, limit, None, allowed)
+        if delta is not None and delta.seg is not None:
+            allowed = self._allowed_mask(delta, lambda: delta.pos, len(delta.ids), allowed_ids)
+            hits += _search_segment(delta.seg, delta.ids, tokens, limit, None, allowed)
         hits.sort(key=lambda hit: (-hit[1], hit[0]))
         return hits[:limit]
 
     def _allowed_mask(
-        self, segment: object, pos: dict[str, int], n_docs: int, allowed_ids: set[str] | None
+        self,
+        segment: object,
+        pos: Callable[[], dict[str, int]],
+        n_docs: int,
+        allowed_ids: set[str] | None,
     ) -> np.ndarray | None:
-        """A 0/1 mask of ``allowed_ids`` over one segment, cached per (segment, set) pair.
+        """A boolean mask of ``allowed_ids`` over one segment, cached per (segment, set) pair.
 
         Callers reuse one set object per filter (the search engine caches it), and building the
         mask walks every allowed id: on 50k chunks that was most of a query's time.
@@ -413,8 +549,10 @@ class Bm25sKeywordIndex(KeywordIndex):
         for cached_segment, cached_ids, mask in self._mask_cache:
             if cached_segment is segment and cached_ids is allowed_ids:
                 return mask
-        mask = np.zeros(n_docs, dtype=np.float32)
-        mask[[pos[cid] for cid in allowed_ids if cid in pos]] = 1.0
+        positions = pos()
+        mask = np.zeros(n_docs, dtype=bool)
+        found = [positions.get(cid, -1) for cid in allowed_ids]
+        mask[[i for i in found if i >= 0]] = True
         # Holding the objects keeps their identities valid for the cache's lifetime. Searches
         # run this concurrently: the list is replaced, never changed, so a reader iterates a
         # whole one (a race can only drop an entry from the cache).
@@ -424,9 +562,11 @@ class Bm25sKeywordIndex(KeywordIndex):
     def clear(self) -> None:
         """Drop every chunk, in memory and on disk, at once."""
         with self._lock:
+            self._migrate_old_rows()
+            generation = max(self._main.generation, self._read_manifest_generation()) + 1
             with self._db.transaction() as conn:
                 conn.execute("DELETE FROM chunks")
-            generation = self._main.generation + 1
+                _set_meta(conn, _MAIN_GENERATION, generation)
             self._reset(_Main(generation=generation))
             self._write_manifest(None, generation)
             self._remove_stale(keep=None)
@@ -445,9 +585,9 @@ class Bm25sKeywordIndex(KeywordIndex):
             self._refreshed()
 
     def flush(self) -> None:
-        """Persist chunk texts and, when it changed, the main segment; merges first if due.
+        """Persist chunk rows and, when it changed, the main segment; merges first if due.
 
-        The texts are written after the lock is released, so a search that rebuilds the delta
+        The rows are written after the lock is released, so a search that rebuilds the delta
         meanwhile does not wait for SQLite; the rows go back to pending if the write fails.
         """
         with ExitStack() as stack:
@@ -482,7 +622,11 @@ class Bm25sKeywordIndex(KeywordIndex):
         with self._lock:
             self._ensure_loaded()
             main = self._main
-            live = {main.ids[i] for i in np.flatnonzero(main.alive)}
+            live = (
+                set(main.ids)
+                if not main.dead
+                else {main.ids[i] for i in np.flatnonzero(main.alive)}
+            )
             return live | set(self._delta_entries)
 
     def close(self) -> None:
@@ -496,19 +640,22 @@ class Bm25sKeywordIndex(KeywordIndex):
 
     # -- in-memory updates -------------------------------------------------------------------
 
-    def _replace(self, path: str, rows: list[Row]) -> None:
+    def _replace(self, path: str, rows: list[tuple[str, int, str]]) -> None:
         new_hash = {cid: h for cid, h, _ in rows}
         main = self._main
         for i in main.by_path.get(path, ()):
             # A main chunk stays live only while its text is unchanged (an edit back to the
             # indexed text revives it). The delta is scored with live-corpus statistics.
-            if main.set_alive(i, new_hash.get(main.ids[i]) == main.hashes[i]):
+            if main.set_alive(i, new_hash.get(main.ids[i]) == main.hash_of(i)):
                 self._delta_dirty = True
         old = {cid: self._delta_entries.pop(cid) for cid in self._delta_by_path.pop(path, [])}
         added: list[str] = []
+        stored: list[Row] = []
+        keep_text = self._texts is None
         for cid, h, text in rows:
             i = main.pos.get(cid)
-            if i is not None and main.hashes[i] == h:
+            if i is not None and main.hash_of(i) == h:
+                stored.append((cid, h, main.generation, text if keep_text else None))
                 continue
             entry = old.pop(cid, None)
             if entry is None or entry.hash != h:
@@ -516,12 +663,13 @@ class Bm25sKeywordIndex(KeywordIndex):
                 self._delta_dirty = True
             self._delta_entries[cid] = entry
             added.append(cid)
+            stored.append((cid, h, 0, text if keep_text else None))
         if old:
             self._delta_dirty = True
         if added:
             self._delta_by_path[path] = added
         with self._pending_lock:
-            self._pending[path] = rows
+            self._pending[path] = stored
 
     def _reset(self, main: _Main) -> None:
         self._view = None
@@ -561,20 +709,67 @@ class Bm25sKeywordIndex(KeywordIndex):
         return self._view
 
     def _merge(self) -> None:
-        """Rebuild main from every live chunk text; empties delta and tombstones."""
+        """Rebuild main from every live chunk; empties delta and tombstones.
+
+        Tokens the delta already holds are reused; other chunks are tokenised from the stored
+        text, or from the text source's (a bulk index of new notes reads no text back at all).
+        Every row is then marked with the new main's generation, in one transaction.
+        """
         self._write_pending()
-        ids: list[str] = []
-        hashes: list[str] = []
-        corpus: list[list[str]] = []
         with self._db.read() as conn:
-            for cid, h, text in conn.execute("SELECT id, hash, text FROM chunks ORDER BY id"):
-                ids.append(cid)
-                hashes.append(h)
-                corpus.append(self.tokenizer(text))
-        lengths = np.fromiter((len(tokens) for tokens in corpus), np.int64, len(corpus))
-        main = _Main(ids, hashes, self._build(corpus), self._main.generation, lengths)
-        self._reset(main)
+            rows = conn.execute("SELECT id, hash, text FROM chunks ORDER BY id").fetchall()
+        tokens: dict[str, list[str]] = {}
+        wanted: list[str] = []
+        for cid, h, text in rows:
+            entry = self._delta_entries.get(cid)
+            if entry is not None and entry.hash == h:
+                if entry.tokens is None and entry.text is not None:
+                    entry.tokens = self.tokenizer(entry.text)
+                    entry.text = None
+                if entry.tokens is not None:
+                    tokens[cid] = entry.tokens
+                    continue
+            if text is not None:
+                tokens[cid] = self.tokenizer(text)
+            else:
+                wanted.append(cid)
+        hashes_of = {cid: h for cid, h, _ in rows}
+        for cid, text in self._source_texts(wanted, hashes_of).items():
+            tokens[cid] = self.tokenizer(text)
+        kept = [(cid, h) for cid, h, _ in rows if cid in tokens]
+        ids = [cid for cid, _ in kept]
+        corpus = [tokens[cid] for cid in ids]
+        lengths = np.fromiter((len(t) for t in corpus), np.int64, len(corpus))
+        bm25 = self._build(corpus)
+        generation = self._main.generation + 1
+        dropped = [(cid,) for cid, _, _ in rows if cid not in tokens]
+        with self._db.transaction() as conn:
+            # No flush writes rows meanwhile: their rows are taken under the lock this holds.
+            conn.execute("UPDATE chunks SET main = ?", (generation,))
+            conn.executemany("DELETE FROM chunks WHERE id = ?", dropped)
+            _set_meta(conn, _MAIN_GENERATION, generation)
+        if dropped:
+            log.warning(
+                "bm25s: %d chunk(s) left out of the index: their text is gone from the text "
+                "source (the drift check reports them; `reme index` repairs them)",
+                len(dropped),
+            )
+        seg = None if bm25 is None else _Segment.of(bm25)
+        hashes = np.fromiter((h for _, h in kept), np.int64, len(kept))
+        self._reset(_Main(ids, hashes, seg, generation, lengths))
         self._main_dirty = True
+
+    def _source_texts(self, ids: list[str], hashes: Mapping[str, int]) -> dict[str, str]:
+        """Texts of ``ids`` from the text source, only those still matching their row's hash."""
+        if not ids or self._texts is None:
+            return {}
+        found: dict[str, str] = {}
+        for start in range(0, len(ids), _FETCH_BATCH):
+            batch = ids[start : start + _FETCH_BATCH]
+            for cid, text in self._texts(batch).items():
+                if hashes.get(cid) == text_hash(text):
+                    found[cid] = text
+        return found
 
     def _build_delta(self) -> None:
         missing = [
@@ -593,7 +788,8 @@ class Bm25sKeywordIndex(KeywordIndex):
                 entry.text = None
             corpus.append([vocab.setdefault(token, len(vocab)) for token in entry.tokens])
             n_tokens += len(entry.tokens)
-        self._delta = _Delta(ids, self._build_delta_index(corpus, vocab, n_tokens))
+        bm25 = self._build_delta_index(corpus, vocab, n_tokens)
+        self._delta = _Delta(ids, None if bm25 is None else _Segment.of(bm25))
         self._delta_dirty = False
         self.delta_builds += 1
 
@@ -609,7 +805,7 @@ class Bm25sKeywordIndex(KeywordIndex):
             doc_freqs[list(set(doc))] += 1
         n_docs = main.live + len(corpus)
         s = self.settings
-        bm25 = _CorpusStatsBM25(
+        bm25 = _corpus_stats_bm25()(
             doc_freqs=doc_freqs,
             n_docs=n_docs,
             avg_doc_len=(main.live_tokens + n_tokens) / n_docs,
@@ -624,7 +820,7 @@ class Bm25sKeywordIndex(KeywordIndex):
         if not any(corpus):
             return None  # bm25s cannot index a corpus without a single token
         s = self.settings
-        bm25 = bm25s.BM25(k1=s.k1, b=s.b, method=s.method)
+        bm25 = _bm25s().BM25(k1=s.k1, b=s.b, method=s.method)
         bm25.index(corpus, show_progress=False)
         return bm25
 
@@ -634,38 +830,88 @@ class Bm25sKeywordIndex(KeywordIndex):
         if self._loaded:
             return
         self.dir.mkdir(parents=True, exist_ok=True)
+        self._migrate_old_rows()
         manifest = self._read_manifest()
-        main = _Main(generation=int(manifest.get("generation", 0)))
+        generation = int(manifest.get("generation", 0))
+        main = _Main(generation=generation)
         name = manifest.get("main")
-        if name and manifest.get("params") == self._params():
-            main = self._load_main(self.dir / name, main.generation)
+        exact = manifest.get("params") == self._params() or not name  # main is what it says
+        if name and exact:
+            loaded = self._load_main(self.dir / name, generation)
+            exact = loaded is not None
+            main = loaded or main
         self._reset(main)
-        # Every main chunk starts dead; stored texts with the hash main indexed revive theirs, and
-        # every other stored text is delta.
-        main.kill_all()
         with self._db.read() as conn:
-            for cid, path, h in conn.execute("SELECT id, path, hash FROM chunks"):
-                i = main.pos.get(cid)
-                if i is not None and main.hashes[i] == h:
-                    main.set_alive(i, True)
-                else:
-                    self._delta_entries[cid] = _DeltaEntry(path, h, None)
-                    self._delta_by_path.setdefault(path, []).append(cid)
+            marked = _get_meta(conn, _MAIN_GENERATION)
+            if exact and marked == generation:
+                self._load_marked(conn, main)
+            else:
+                self._load_compared(conn, main)
+        if not (exact and marked == generation):
+            self._mark_rows(main)
         self._delta_dirty = bool(self._delta_entries)
         self._loaded = True
 
-    def _load_main(self, folder: Path, generation: int) -> _Main:
+    def _load_marked(self, conn: sqlite3.Connection, main: _Main) -> None:
+        """Delta and tombstones from the rows' marks: rows marked 0 are the delta; main chunks
+        with no row marked with main's generation are tombstones."""
+        for cid, h in conn.execute("SELECT id, hash FROM chunks WHERE main = 0"):
+            self._add_loaded_delta(cid, h)
+        if not main.ids:
+            return
+        (in_main,) = conn.execute(
+            "SELECT count(*) FROM chunks WHERE main = ?", (main.generation,)
+        ).fetchone()
+        if in_main != len(main.ids):
+            live = {
+                row[0]
+                for row in conn.execute("SELECT id FROM chunks WHERE main = ?", (main.generation,))
+            }
+            main.set_dead(i for i, cid in enumerate(main.ids) if cid not in live)
+
+    def _load_compared(self, conn: sqlite3.Connection, main: _Main) -> None:
+        """Delta and tombstones by comparing every row's hash with main's (marks not trusted)."""
+        main.set_dead(range(len(main.ids)))
+        pos = main.pos
+        revive: list[int] = []
+        for cid, h in conn.execute("SELECT id, hash FROM chunks"):
+            i = pos.get(cid)
+            if i is not None and main.hash_of(i) == h:
+                revive.append(i)
+            else:
+                self._add_loaded_delta(cid, h)
+        if revive:
+            main._own_alive()
+            main.alive[revive] = True
+            main.dead = int(len(main.ids) - main.alive.sum())
+            main.live_tokens = int(main.lengths[main.alive].sum())
+
+    def _add_loaded_delta(self, cid: str, h: int) -> None:
+        path = chunk_path(cid)
+        self._delta_entries[cid] = _DeltaEntry(path, h, None)
+        self._delta_by_path.setdefault(path, []).append(cid)
+
+    def _mark_rows(self, main: _Main) -> None:
+        """Mark the rows as just derived, so the next load can trust the marks again."""
+        live = [(main.generation, main.ids[i]) for i in np.flatnonzero(main.alive)]
+        with self._db.transaction() as conn:
+            conn.execute("UPDATE chunks SET main = 0")
+            conn.executemany("UPDATE chunks SET main = ? WHERE id = ?", live)
+            _set_meta(conn, _MAIN_GENERATION, main.generation)
+
+    def _load_main(self, folder: Path, generation: int) -> _Main | None:
         try:
-            meta = json.loads((folder / _IDS).read_text(encoding="utf-8"))
-            bm25 = None
-            if meta.get("indexed"):
-                bm25 = bm25s.BM25.load(folder, load_corpus=False, show_progress=False)
-            lengths = np.asarray(meta["lengths"], dtype=np.int64)
-            return _Main(list(meta["ids"]), list(meta["hashes"]), bm25, generation, lengths)
+            meta = json.loads((folder / _META).read_text(encoding="utf-8"))
+            ids_text = (folder / _IDS).read_text(encoding="utf-8")
+            ids = ids_text.split("\0") if ids_text else []
+            hashes = np.load(folder / "hashes.npy", allow_pickle=False)
+            lengths = np.load(folder / "lengths.npy", allow_pickle=False)
+            seg = _Segment.load(folder, len(ids)) if meta.get("indexed") else None
+            return _Main(ids, hashes, seg, generation, lengths)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             # Derived state: rebuild from the stored texts rather than refuse to start.
             log.warning("bm25s main segment %s is unreadable (%s); rebuilding it", folder, exc)
-            return _Main(generation=generation)
+            return None
 
     def _read_manifest(self) -> dict[str, Any]:
         path = self.dir / _MANIFEST
@@ -678,6 +924,12 @@ class Bm25sKeywordIndex(KeywordIndex):
             return {}
         return value if isinstance(value, dict) else {}
 
+    def _read_manifest_generation(self) -> int:
+        try:
+            return int(self._read_manifest().get("generation", 0))
+        except (TypeError, ValueError):
+            return 0
+
     def _params(self) -> dict[str, Any]:
         s = self.settings
         return {
@@ -685,6 +937,26 @@ class Bm25sKeywordIndex(KeywordIndex):
             "tokenizer": self.tokenizer.fingerprint(),
             "bm25": {"k1": s.k1, "b": s.b, "method": s.method},
         }
+
+    def _migrate_old_rows(self) -> None:
+        """Move the rows of a format-2 ``chunks.sqlite3`` (hex hashes, a path column) into
+        ``rows.sqlite3`` once, as delta: the next merge rebuilds main from their texts."""
+        old = self.dir / _OLD_ROWS_DB
+        if not old.exists():
+            return
+        try:
+            with sqlite3.connect(old) as conn:
+                rows = conn.execute("SELECT id, hash, text FROM chunks").fetchall()
+        except sqlite3.DatabaseError as exc:
+            log.warning("bm25s: cannot read %s (%s); its chunks are indexed again", old, exc)
+            rows = []
+        with self._db.transaction() as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO chunks (id, hash, main, text) VALUES (?, ?, 0, ?)",
+                [(cid, _hex_hash(h), text) for cid, h, text in rows],
+            )
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{old}{suffix}").unlink(missing_ok=True)
 
     def _write_pending(self) -> None:
         """Write the pending rows now (call with the lock), after any flush still writing."""
@@ -704,10 +976,16 @@ class Bm25sKeywordIndex(KeywordIndex):
         try:
             with self._db.transaction() as conn:
                 for path, rows in pending.items():
-                    conn.execute("DELETE FROM chunks WHERE path = ?", (path,))
+                    # The rows of ``path`` are the ids "<path>#<ordinal>": a range of the key,
+                    # without the ids of a longer path that starts with "<path>#".
+                    conn.execute(
+                        "DELETE FROM chunks WHERE id > ? AND id < ? "
+                        "AND instr(substr(id, ?), '#') = 0",
+                        (path + "#", path + "$", len(path) + 2),
+                    )
                     conn.executemany(
-                        "INSERT INTO chunks (id, path, hash, text) VALUES (?, ?, ?, ?)",
-                        [(cid, path, h, text) for cid, h, text in rows],
+                        "INSERT OR REPLACE INTO chunks (id, hash, main, text) VALUES (?, ?, ?, ?)",
+                        rows,
                     )
         except BaseException:
             with self._pending_lock:
@@ -715,39 +993,45 @@ class Bm25sKeywordIndex(KeywordIndex):
             raise
 
     def _fetch_texts(self, ids: list[str]) -> dict[str, str]:
+        """Texts of delta chunks loaded from disk: the stored ones, else the text source's."""
         texts: dict[str, str] = {}
         if not ids:
             return texts  # a delta rebuilt from tokens alone does not wait for a flush's write
+        without: list[str] = []
         with self._db.read() as conn:
             for start in range(0, len(ids), _FETCH_BATCH):
                 batch = ids[start : start + _FETCH_BATCH]
                 marks = ",".join("?" * len(batch))
                 sql = f"SELECT id, text FROM chunks WHERE id IN ({marks})"
-                texts.update(conn.execute(sql, batch).fetchall())
+                for cid, text in conn.execute(sql, batch):
+                    if text is None:
+                        without.append(cid)
+                    else:
+                        texts[cid] = text
+        hashes = {cid: self._delta_entries[cid].hash for cid in without}
+        texts.update(self._source_texts(without, hashes))
         return texts
 
     def _save_main(self) -> None:
-        """Write main to a new folder, then switch the manifest to it (atomic on POSIX)."""
+        """Write main to its generation's folder, then switch the manifest to it (atomic on
+        POSIX)."""
         main = self._main
-        generation = main.generation + 1
-        name = f"{_MAIN_PREFIX}{generation}"
+        name = f"{_MAIN_PREFIX}{main.generation}"
         tmp = self.dir / (name + _TMP_SUFFIX)
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        if main.bm25 is not None:
-            main.bm25.save(tmp, show_progress=False)
-        meta = {
-            "ids": main.ids,
-            "hashes": main.hashes,
-            "lengths": main.lengths.tolist(),
-            "indexed": main.bm25 is not None,
-        }
-        _write_file(tmp / _IDS, json.dumps(meta, ensure_ascii=False))
+        if main.seg is not None:
+            main.seg.save(tmp)
+        _save_array(tmp / "hashes.npy", main.hashes)
+        _save_array(tmp / "lengths.npy", main.lengths)
+        _write_file(tmp / _IDS, "\0".join(main.ids))
+        _write_file(
+            tmp / _META, json.dumps({"chunks": len(main.ids), "indexed": main.seg is not None})
+        )
         final = self.dir / name
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)
-        self._write_manifest(name, generation)
-        main.generation = generation
+        self._write_manifest(name, main.generation)
         self._main_dirty = False
         self._remove_stale(keep=name)
 
@@ -764,38 +1048,69 @@ class Bm25sKeywordIndex(KeywordIndex):
 
 
 def _search_segment(
-    bm25: bm25s.BM25,
+    seg: _Segment,
     ids: list[str],
     tokens: Iterable[str],
     limit: int,
     alive: np.ndarray | None,
     allowed: np.ndarray | None,
 ) -> list[tuple[str, float]]:
-    """Top ``limit`` of one segment among chunks that contain a query token and pass the masks."""
-    indptr = bm25.scores["indptr"]
-    indices = bm25.scores["indices"]
-    n_vocab = len(indptr) - 1
-    token_ids = [t for t in bm25.get_tokens_ids(list(tokens)) if t < n_vocab]
+    """Top ``limit`` of one segment among chunks that contain a query token and pass the masks.
+
+    Scores are bm25s's (``BM25.get_scores_from_ids``): each query token's postings added in
+    float32, token by token, plus bm25l/bm25+'s per-token baseline; only the chunks that can be
+    returned are then looked at, so a filtered-out chunk never takes a slot.
+    """
+    token_ids = seg.token_ids(tokens)
     if not token_ids:
         return []
-    n_docs = int(bm25.scores["num_docs"])
-    # Candidates are chunks with at least one query term (BM25L/BM25+ give every chunk a score).
-    mask = np.zeros(n_docs, dtype=np.float32)
-    for t in set(token_ids):
-        mask[indices[indptr[t] : indptr[t + 1]]] = 1.0
+    data, indices, indptr = seg.data, seg.indices, seg.indptr
+    scores = np.zeros(seg.n_docs, dtype=data.dtype)
+    present = np.zeros(seg.n_docs, dtype=bool)
+    for t in token_ids:
+        start, end = int(indptr[t]), int(indptr[t + 1])
+        docs = indices[start:end]
+        scores[docs] += data[start:end]  # a chunk appears once per token: no repeated index
+        present[docs] = True
     if alive is not None:
-        mask *= alive
+        present &= alive
     if allowed is not None:
-        mask *= allowed
-    candidates = np.flatnonzero(mask)
+        present &= allowed
+    candidates = np.flatnonzero(present)
     if candidates.size == 0:
         return []
-    # The weight mask zeroes masked chunks inside bm25s; top-k is then taken among candidates only,
-    # so a filtered-out chunk can never take a slot (and k never exceeds what exists).
-    scores = bm25.get_scores_from_ids(token_ids, weight_mask=mask)[candidates]
+    found = scores[candidates]
+    if seg.nonoccurrence is not None:
+        found += seg.nonoccurrence[token_ids].sum()
     k = min(limit, candidates.size)
-    top = np.argpartition(-scores, k - 1)[:k] if k < candidates.size else np.arange(k)
-    return [(ids[int(candidates[i])], float(scores[i])) for i in top]
+    top = np.argpartition(-found, k - 1)[:k] if k < candidates.size else np.arange(k)
+    return [(ids[int(candidates[i])], float(found[i])) for i in top]
+
+
+def _hex_hash(value: object) -> int:
+    try:
+        return int(str(value)[:15], 16)
+    except ValueError:
+        return -1  # no hash at all: never equal to a chunk's, so the chunk is indexed again
+
+
+def _get_meta(conn: sqlite3.Connection, key: str) -> int | None:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    try:
+        return int(row[0]) if row else None
+    except ValueError:
+        return None
+
+
+def _set_meta(conn: sqlite3.Connection, key: str, value: int) -> None:
+    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, str(value)))
+
+
+def _save_array(path: Path, array: np.ndarray) -> None:
+    with open(path, "wb") as handle:
+        np.save(handle, np.ascontiguousarray(array), allow_pickle=False)
+        handle.flush()
+        os.fsync(handle.fileno())
 
 
 def _write_file(path: Path, text: str) -> None:

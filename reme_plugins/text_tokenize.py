@@ -15,13 +15,15 @@ are stemmed with PyStemmer when stemming is on. Identifiers with digits or joine
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import sys
 import threading
 import unicodedata
-from functools import lru_cache
+from functools import cache, lru_cache
+from types import ModuleType
 
 import Stemmer
-from bm25s import stopwords as bm25s_stopwords
 
 from reme_core.errors import ConfigError
 
@@ -50,27 +52,53 @@ _WORD = rf"[^\W{_CJK}]+"
 _TOKEN_RE = re.compile(rf"([{_CJK}]+)|({_WORD}(?:[.\-]{_WORD})*)")
 _PART_SPLIT_RE = re.compile(r"[._\-]+")
 
-# Languages with a bm25s stopword list. English uses the longer NLTK list ("english_plus"): agent
-# queries are questions ("what did we decide about ..."), and the short Lucene list keeps "what"
-# and "did" as search terms.
-_STOPWORDS: dict[str, tuple[str, ...]] = {
-    "english": bm25s_stopwords.STOPWORDS_EN_PLUS,
-    "porter": bm25s_stopwords.STOPWORDS_EN_PLUS,
-    "german": bm25s_stopwords.STOPWORDS_GERMAN,
-    "dutch": bm25s_stopwords.STOPWORDS_DUTCH,
-    "dutch_porter": bm25s_stopwords.STOPWORDS_DUTCH,
-    "french": bm25s_stopwords.STOPWORDS_FRENCH,
-    "spanish": bm25s_stopwords.STOPWORDS_SPANISH,
-    "portuguese": bm25s_stopwords.STOPWORDS_PORTUGUESE,
-    "italian": bm25s_stopwords.STOPWORDS_ITALIAN,
-    "russian": bm25s_stopwords.STOPWORDS_RUSSIAN,
-    "swedish": bm25s_stopwords.STOPWORDS_SWEDISH,
-    "norwegian": bm25s_stopwords.STOPWORDS_NORWEGIAN,
-    "danish": bm25s_stopwords.STOPWORDS_DANISH,
-    "turkish": bm25s_stopwords.STOPWORDS_TURKISH,
-    "chinese": bm25s_stopwords.STOPWORDS_CHINESE,
-    "korean": bm25s_stopwords.STOPWORDS_KOREAN,
+# Languages with a bm25s stopword list (the name of the list in ``bm25s.stopwords``). English uses
+# the longer NLTK list ("english_plus"): agent queries are questions ("what did we decide about
+# ..."), and the short Lucene list keeps "what" and "did" as search terms.
+_STOPWORDS: dict[str, str] = {
+    "english": "STOPWORDS_EN_PLUS",
+    "porter": "STOPWORDS_EN_PLUS",
+    "german": "STOPWORDS_GERMAN",
+    "dutch": "STOPWORDS_DUTCH",
+    "dutch_porter": "STOPWORDS_DUTCH",
+    "french": "STOPWORDS_FRENCH",
+    "spanish": "STOPWORDS_SPANISH",
+    "portuguese": "STOPWORDS_PORTUGUESE",
+    "italian": "STOPWORDS_ITALIAN",
+    "russian": "STOPWORDS_RUSSIAN",
+    "swedish": "STOPWORDS_SWEDISH",
+    "norwegian": "STOPWORDS_NORWEGIAN",
+    "danish": "STOPWORDS_DANISH",
+    "turkish": "STOPWORDS_TURKISH",
+    "chinese": "STOPWORDS_CHINESE",
+    "korean": "STOPWORDS_KOREAN",
 }
+
+
+@cache
+def _bm25s_stopwords() -> ModuleType:
+    """``bm25s.stopwords``, without importing bm25s itself when it is not loaded yet.
+
+    The lists are plain tuples, but ``import bm25s.stopwords`` runs bm25s's ``__init__``, which
+    imports scipy: a tenth of a second that a search over a saved index never needs otherwise.
+    """
+    if "bm25s" in sys.modules:
+        import bm25s.stopwords
+
+        return bm25s.stopwords
+    package = importlib.util.find_spec("bm25s")
+    locations = package.submodule_search_locations if package is not None else None
+    if not locations:  # pragma: no cover - bm25s is a dependency
+        import bm25s.stopwords
+
+        return bm25s.stopwords
+    spec = importlib.util.spec_from_file_location(
+        "reme_plugins._bm25s_stopwords", f"{next(iter(locations))}/stopwords.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def stemmer_languages() -> list[str]:
@@ -95,9 +123,19 @@ class Tokenizer:
             raise ConfigError(
                 f"keyword index language {language!r} is unknown; use one of {', '.join(known)}"
             )
-        self.stopwords = frozenset(_STOPWORDS.get(self.language, ()))
+        self._stopwords: frozenset[str] | None = None  # loaded by the first call
         # PyStemmer objects are not thread-safe: one per thread.
         self._local = threading.local()
+
+    @property
+    def stopwords(self) -> frozenset[str]:
+        """The language's stopwords (none for a language without a list)."""
+        stopwords = self._stopwords
+        if stopwords is None:
+            name = _STOPWORDS.get(self.language)
+            words = getattr(_bm25s_stopwords(), name) if name else ()
+            stopwords = self._stopwords = frozenset(words)
+        return stopwords
 
     def fingerprint(self) -> dict[str, object]:
         """What determines the output, for index files to record and compare on load."""

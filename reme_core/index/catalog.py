@@ -12,18 +12,20 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import sqlite3
 import threading
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import NamedTuple
 
 from reme_core.index.sqlite_pool import ReadPool
 from reme_core.schema import Chunk, NoteSummary
 from reme_core.workspace.paths import path_matches
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the file's stat (mtime, ctime, inode) beside its content hash
 CHANGE_LOG = 1024
 """Changes remembered for ``changed_since``: callers more changes behind recompute from scratch."""
 
@@ -38,7 +40,10 @@ CREATE TABLE IF NOT EXISTS notes (
     status TEXT NOT NULL DEFAULT 'active',
     date TEXT,
     tags TEXT NOT NULL DEFAULT '[]',
-    frontmatter TEXT NOT NULL DEFAULT '{}'
+    frontmatter TEXT NOT NULL DEFAULT '{}',
+    mtime_ns INTEGER,
+    ctime_ns INTEGER,
+    inode INTEGER
 );
 CREATE TABLE IF NOT EXISTS chunks (
     id TEXT PRIMARY KEY,
@@ -57,6 +62,74 @@ CREATE TABLE IF NOT EXISTS unsettled (path TEXT PRIMARY KEY);
 """
 _REBUILDING = "rebuilding"
 """Meta key present while a rebuild is applied: one that never finished is done again."""
+_NOTE_COLUMNS = "path, content_hash, size, name, description, status, date, tags, frontmatter"
+_STAT_COLUMNS = ("mtime_ns", "ctime_ns", "inode")
+
+RACY_NS = 2_000_000_000
+"""A stat whose mtime or ctime is this close to when it was taken is not recorded: a change in
+the same timestamp tick (2 s on FAT, 1 s on ext3 and HFS+) would keep the same stat."""
+
+
+class FileStat(NamedTuple):
+    """What the indexer compares before hashing a file: an unchanged stat means unchanged content.
+
+    Change detection is by content hash; a stat that still matches the one recorded with the hash
+    only lets a scan skip re-reading the file. Any difference (size, mtime, ctime, inode, a second
+    hard link) means the file is read and hashed; ``reme reindex`` hashes every file whatever its
+    stat.
+    """
+
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    inode: int
+
+    @classmethod
+    def of(cls, st: os.stat_result) -> FileStat:
+        return cls(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+    @classmethod
+    def settled(cls, st: os.stat_result | None, before_ns: int) -> FileStat | None:
+        """The stat worth recording for a file stat'ed after ``before_ns`` (a clock reading taken
+        before the stat): None when there is none, or it changed within ``RACY_NS`` of then."""
+        if st is None or max(st.st_mtime_ns, st.st_ctime_ns) > before_ns - RACY_NS:
+            return None
+        return cls.of(st)
+
+    def matches(self, st: os.stat_result) -> bool:
+        """Whether ``st`` is this stat again, for a file with no other hard link."""
+        return (
+            st.st_size == self.size
+            and st.st_mtime_ns == self.mtime_ns
+            and st.st_ctime_ns == self.ctime_ns
+            and st.st_ino == self.inode
+            and st.st_nlink == 1
+        )
+
+
+class NoteLabel(NamedTuple):
+    """What a search shows of a note beside a hit or a linked note."""
+
+    name: str | None
+    description: str | None
+
+
+class HitRow(NamedTuple):
+    """A chunk as a search hit shows it, with its note's name."""
+
+    path: str
+    start_line: int
+    end_line: int
+    heading: str
+    text: str
+    name: str | None
+
+
+class FileState(NamedTuple):
+    """A catalog row as the scan needs it: the content hash and the stat recorded with it."""
+
+    content_hash: str
+    stat: FileStat | None
 
 
 class Catalog:
@@ -71,8 +144,12 @@ class Catalog:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA foreign_keys=ON")
         self._db.executescript(_SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(notes)")}
+        for column in _STAT_COLUMNS:  # a version 1 catalog: stats are recorded from now on
+            if column not in columns:
+                self._db.execute(f"ALTER TABLE notes ADD COLUMN {column} INTEGER")
         self._db.execute(
-            "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
+            "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)",
             (str(SCHEMA_VERSION),),
         )
         self.generation = 0
@@ -88,18 +165,19 @@ class Catalog:
 
     # -- writes ------------------------------------------------------------------------------
 
-    def put(self, note: NoteSummary, chunks: Sequence[Chunk]) -> None:
-        """Replace the row of ``note.path`` and all its chunks, in one transaction."""
+    def put(self, note: NoteSummary, chunks: Sequence[Chunk], stat: FileStat | None = None) -> None:
+        """Replace the row of ``note.path`` and all its chunks, in one transaction. ``stat``:
+        the file's stat taken before it was read (None: the next scan hashes it again)."""
         with self._lock:
             with self._tx():
-                self._put(note, chunks)
+                self._put(note, chunks, stat)
             self._changed(note.path)
 
-    def _put(self, note: NoteSummary, chunks: Sequence[Chunk]) -> None:
+    def _put(self, note: NoteSummary, chunks: Sequence[Chunk], stat: FileStat | None) -> None:
         self._db.execute("DELETE FROM chunks WHERE path = ?", (note.path,))
         self._db.execute(
-            "INSERT OR REPLACE INTO notes(path, content_hash, size, name, description, status,"
-            " date, tags, frontmatter) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT OR REPLACE INTO notes({_NOTE_COLUMNS}, {', '.join(_STAT_COLUMNS)})"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 note.path,
                 note.content_hash,
@@ -110,6 +188,7 @@ class Catalog:
                 note.date.isoformat() if note.date else None,
                 json.dumps(note.tags),
                 json.dumps(note.frontmatter, default=str),
+                *_stat_values(stat),
             ),
         )
         self._db.executemany(
@@ -121,6 +200,17 @@ class Catalog:
             ],
         )
         self._db.execute("DELETE FROM problems WHERE path = ?", (note.path,))
+
+    def set_stats(self, stats: Mapping[str, FileStat | None]) -> None:
+        """Record the stats of files a scan found unchanged by content (their stat had changed:
+        a touch, a copy back), so the next scan need not hash them again."""
+        if not stats:
+            return
+        with self._lock, self._tx():
+            self._db.executemany(
+                "UPDATE notes SET mtime_ns = ?, ctime_ns = ?, inode = ? WHERE path = ?",
+                [(*_stat_values(stat), path) for path, stat in stats.items()],
+            )
 
     def remove(self, path: str) -> None:
         with self._lock:
@@ -203,9 +293,25 @@ class Catalog:
         with self._read() as db:
             return dict(db.execute("SELECT path, content_hash FROM notes"))
 
+    def file_states(self) -> dict[str, FileState]:
+        """Every indexed path's content hash and the stat recorded with it."""
+        with self._read() as db:
+            rows = db.execute(
+                "SELECT path, content_hash, size, mtime_ns, ctime_ns, inode FROM notes"
+            ).fetchall()
+        return {
+            path: FileState(
+                digest,
+                FileStat(size, mtime, ctime, inode) if inode is not None else None,
+            )
+            for path, digest, size, mtime, ctime, inode in rows
+        }
+
     def note(self, path: str) -> NoteSummary | None:
         with self._read() as db:
-            row = db.execute("SELECT * FROM notes WHERE path = ?", (path,)).fetchone()
+            row = db.execute(
+                f"SELECT {_NOTE_COLUMNS} FROM notes WHERE path = ?", (path,)
+            ).fetchone()
         return _note(row) if row else None
 
     def notes(self, paths: Iterable[str]) -> dict[str, NoteSummary]:
@@ -215,7 +321,8 @@ class Catalog:
             for start in range(0, len(wanted), 500):
                 batch = wanted[start : start + 500]
                 marks = ",".join("?" * len(batch))
-                for row in db.execute(f"SELECT * FROM notes WHERE path IN ({marks})", batch):
+                sql = f"SELECT {_NOTE_COLUMNS} FROM notes WHERE path IN ({marks})"
+                for row in db.execute(sql, batch):
                     found[row[0]] = _note(row)
         return found
 
@@ -239,6 +346,47 @@ class Catalog:
                         heading=heading,
                         text=text,
                     )
+        return found
+
+    def hit_rows(self, ids: Sequence[str]) -> dict[str, HitRow]:
+        """The chunks ``ids`` with their notes' names, in one query (a search's hits)."""
+        found: dict[str, HitRow] = {}
+        with self._read() as db:
+            for start in range(0, len(ids), 500):
+                batch = list(ids[start : start + 500])
+                marks = ",".join("?" * len(batch))
+                rows = db.execute(
+                    "SELECT c.id, c.path, c.start_line, c.end_line, c.heading, c.text, n.name"
+                    f" FROM chunks c JOIN notes n ON n.path = c.path WHERE c.id IN ({marks})",
+                    batch,
+                )
+                for cid, *row in rows:
+                    found[cid] = HitRow(*row)
+        return found
+
+    def labels(self, paths: Iterable[str]) -> dict[str, NoteLabel]:
+        """Name and description of each indexed note among ``paths``."""
+        wanted = list(dict.fromkeys(paths))
+        found: dict[str, NoteLabel] = {}
+        with self._read() as db:
+            for start in range(0, len(wanted), 500):
+                batch = wanted[start : start + 500]
+                marks = ",".join("?" * len(batch))
+                sql = f"SELECT path, name, description FROM notes WHERE path IN ({marks})"
+                for path, name, description in db.execute(sql, batch):
+                    found[path] = NoteLabel(name, description)
+        return found
+
+    def chunk_texts(self, ids: Sequence[str]) -> dict[str, str]:
+        """Chunk id -> text, for the ids the catalog holds (a keyword index's text source)."""
+        found: dict[str, str] = {}
+        with self._read() as db:
+            for start in range(0, len(ids), 500):
+                batch = list(ids[start : start + 500])
+                marks = ",".join("?" * len(batch))
+                found.update(
+                    db.execute(f"SELECT id, text FROM chunks WHERE id IN ({marks})", batch)
+                )
         return found
 
     def chunk_rows(self, paths: Iterable[str] | None = None) -> list[tuple[str, str, str]]:
@@ -317,7 +465,9 @@ class Catalog:
         """The tags of every note that has any."""
         with self._read() as db:
             rows = db.execute("SELECT path, tags FROM notes WHERE tags != '[]'").fetchall()
-        return {path: json.loads(tags) for path, tags in rows}
+        # One JSON array of every note's list: a single parse, not one per note.
+        lists = json.loads("[" + ",".join(tags for _, tags in rows) + "]")
+        return {path: tags for (path, _), tags in zip(rows, lists, strict=True)}
 
     def problems(self) -> dict[str, str]:
         """Path -> message; messages stored by older versions lose their path prefix here."""
@@ -359,6 +509,10 @@ def _matches_any(path: str, patterns: Sequence[str]) -> bool:
     if not patterns:
         return True
     return path_matches(path, patterns)
+
+
+def _stat_values(stat: FileStat | None) -> tuple[int | None, int | None, int | None]:
+    return (None, None, None) if stat is None else (stat.mtime_ns, stat.ctime_ns, stat.inode)
 
 
 def _note(row: tuple) -> NoteSummary:

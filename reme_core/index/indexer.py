@@ -1,13 +1,20 @@
 """Keeps the catalog, keyword index, link graph and tag index in step with the files.
 
-Change detection is by content hash. One scope (suffixes with a chunker, minus the exclude globs)
-serves the full scan, API writes and the watcher alike.
+Change detection is by content hash. A scan first compares each file's stat (size, mtime, ctime,
+inode, one hard link) with the one the catalog recorded beside the hash: a file whose stat is
+unchanged is not read again, any other is read and hashed, and ``rebuild`` (``reme reindex``)
+hashes every file whatever its stat. A stat is recorded only once it is older than the timestamp
+granularity (``catalog.RACY_NS``), so an edit in the same tick as the read is never masked. One
+scope (suffixes with a chunker, minus the exclude globs) serves the full scan, API writes and the
+watcher alike.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import stat
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -21,12 +28,13 @@ from pydantic import BaseModel, Field
 from reme_core.components import Chunker, Graph, KeywordIndex, TagIndex
 from reme_core.errors import FrontmatterError, RemeError
 from reme_core.index import drift as drift_check
-from reme_core.index.catalog import Catalog, problem_message
+from reme_core.index.catalog import Catalog, FileStat, problem_message
 from reme_core.index.rwlock import ReadWriteLock
 from reme_core.schema import Chunk, Link, NoteSummary
-from reme_core.workspace import LinkResolver, WorkspacePaths, parse_note, path_matches
+from reme_core.workspace import LinkResolver, WorkspacePaths, parse_note
 from reme_core.workspace.frontmatter import parse_frontmatter
 from reme_core.workspace.notes import normalise_status, normalise_tags, note_date
+from reme_core.workspace.paths import PathPatterns
 from reme_core.workspace.wikilinks import may_resolve_to, target_names
 
 if TYPE_CHECKING:
@@ -68,6 +76,8 @@ class _PreparedFile:
     """Why the file cannot be indexed at all."""
     warning: str | None = None
     """A problem that still lets the file be indexed (broken frontmatter: the text is indexed)."""
+    stat: FileStat | None = None
+    """The file's stat taken before it was read, recorded beside its hash (None: not settled)."""
 
 
 @dataclass
@@ -136,6 +146,7 @@ class Indexer:
         self.graph = graph
         self.tags = tags
         self.exclude = list(exclude)
+        self._excluded = PathPatterns(self.exclude, visible_only=True)
         self.max_file_bytes = max_file_bytes
         self.lock = ReadWriteLock()
         """Shared for readers of the projections; exclusive while a pass applies its changes."""
@@ -143,7 +154,11 @@ class Indexer:
         """Held by every pass from start to end: writes keep their order and never interleave."""
         self.vectors: VectorIndex | None = None
         """Set by the runtime when vectors are configured; ``update`` embeds before returning."""
+        # The catalog holds every chunk's text already: an index may read them back from it.
+        keyword.attach_text_source(catalog.chunk_texts)
         self._resolver: LinkResolver | None = None
+        self._resolver_files: list[str] | None = None
+        """The scope a scan just listed, for the resolver when that scan needs one."""
         self._dangling: dict[str, list[str]] | None = None
         """Targets (raw) of each note's unresolved links, kept by the writers so that a new note
         does not cost a query of every unresolved link; None until needed and after a removal."""
@@ -160,24 +175,36 @@ class Indexer:
         parts = posix.parts
         if any(part.startswith(".") for part in parts):
             return False
+        excluded = self._excluded
         for depth in range(1, len(parts)):
             folder = "/".join(parts[:depth])
-            if path_matches(folder, self.exclude) or path_matches(folder + "/", self.exclude):
+            if excluded(folder) or excluded(folder + "/"):
                 return False
-        return not path_matches(path, self.exclude)
+        return not excluded(path)
 
     def scope_files(self) -> list[str]:
         return sorted(self.paths.iter_files(tuple(self.chunkers), self.exclude))
+
+    def scope_stats(self) -> dict[str, os.stat_result | None]:
+        """Every file in scope with its stat, sorted by path."""
+        found = dict(self.paths.iter_file_stats(tuple(self.chunkers), self.exclude))
+        return {path: found[path] for path in sorted(found)}
 
     # -- passes ------------------------------------------------------------------------------
 
     def scan(self) -> IndexReport:
         """Incremental pass over the whole workspace: index what changed, drop what vanished,
         and repair drift: paths the projections disagree about, or that a pass interrupted by a
-        crash left unpersisted somewhere, are applied again to every projection."""
+        crash left unpersisted somewhere, are applied again to every projection.
+
+        A file whose stat matches the one recorded with its hash is not read; every other file
+        is read and hashed, and only a changed hash re-indexes it.
+        """
         with self.writers:
             started = time.perf_counter()
-            on_disk = self.scope_files()
+            clock = time.time_ns()  # before any stat: what "settled" is measured against
+            listing = self.scope_stats()
+            on_disk = list(listing)
             drift = self.drift(on_disk)
             if drift.rebuild_interrupted:
                 report = self.rebuild()
@@ -185,28 +212,45 @@ class Indexer:
                 report.seconds = time.perf_counter() - started
                 return report
             repair = drift.repair_paths()
-            known = self.catalog.hashes()
-            self._resolver = LinkResolver(on_disk)
+            known = self.catalog.file_states()
+            self._fresh_resolver(on_disk)  # built only if something changed
             changed: dict[str, bytes] = {}
+            stats: dict[str, FileStat | None] = {}
+            restat: dict[str, FileStat | None] = {}
             repaired: list[str] = []
             unchanged = 0
-            for path in on_disk:
+            for path, st in listing.items():
+                state = known.get(path)
+                if (
+                    state is not None
+                    and state.stat is not None
+                    and st is not None
+                    and path not in repair
+                    and state.stat.matches(st)
+                ):
+                    unchanged += 1
+                    continue
                 data = self._read(path)
-                if data is not None and known.get(path) == _hash(data):
+                settled = FileStat.settled(st, clock)
+                if data is not None and state is not None and state.content_hash == _hash(data):
                     if path not in repair:
                         unchanged += 1
+                        if settled != state.stat:
+                            restat[path] = settled
                         continue
                     repaired.append(path)
                 changed[path] = data if data is not None else b""
+                stats[path] = settled
             disk = set(on_disk)
             removed = sorted(set(known) - disk)
-            plan = self._prepare(changed, removed, added=disk - set(known))
+            plan = self._prepare(changed, removed, added=disk - set(known), stats=stats)
             plan.forget = sorted(p for p in repair if p not in disk and p not in known)
             if self.vectors is not None and self.vectors.available:
                 # Their vectors may be stale under the same chunk ids: store them again from the
                 # cache. Other vector drift is repaired by the reconcile that follows a scan.
                 plan.vector_paths = sorted({*repaired, *plan.forget})
             report = self._apply(plan)
+            self.catalog.set_stats(restat)
             again = set(repaired)
             report.indexed = [p for p in report.indexed if p not in again]
             report.repaired = sorted({*repaired, *plan.forget})
@@ -230,17 +274,21 @@ class Indexer:
             started = time.perf_counter()
             resolver = self._link_resolver()
             known = self.catalog.hashes()
+            clock = time.time_ns()
             gone = {p for p in removed if self.in_scope(p)}
             todo: dict[str, bytes] = {}
+            stats: dict[str, FileStat | None] = {}
             for path in dict.fromkeys(changed):
                 if not self.in_scope(path):
                     continue
-                if not (self.paths.root / path).is_file():
+                st = _stat(self.paths.root / path)
+                if st is None or not stat.S_ISREG(st.st_mode):
                     gone.add(path)
                     continue
                 data = self._read(path)
                 if data is None or known.get(path) != _hash(data):
                     todo[path] = data if data is not None else b""
+                    stats[path] = FileStat.settled(st, clock)
             # Only paths the index knew about are removals worth reporting.
             gone = {p for p in gone if p in known}
             added = {p for p in todo if p not in known}
@@ -248,7 +296,7 @@ class Indexer:
                 resolver.add(path)
             for path in gone:
                 resolver.remove(path)
-            plan = self._prepare(todo, sorted(gone), added=added)
+            plan = self._prepare(todo, sorted(gone), added=added, stats=stats)
             if self.vectors is not None and self.vectors.available:
                 # The slow part of a write with vectors: the model runs while searches go on.
                 self.vectors.prepare(c.text for f in plan.files for c in f.chunks)
@@ -265,10 +313,12 @@ class Indexer:
         """
         with self.writers:
             started = time.perf_counter()
-            on_disk = self.scope_files()
-            self._resolver = LinkResolver(on_disk)
-            changed = {path: self._read(path) or b"" for path in on_disk}
-            plan = self._prepare(changed, [], added=set(), relink=False)
+            clock = time.time_ns()
+            listing = self.scope_stats()  # each stat taken before its file is read
+            self._fresh_resolver(list(listing))
+            changed = {path: self._read(path) or b"" for path in listing}
+            stats = {path: FileStat.settled(st, clock) for path, st in listing.items()}
+            plan = self._prepare(changed, [], added=set(), relink=False, stats=stats)
             plan.clear_first = True
             report = self._apply(plan)
             report.seconds = time.perf_counter() - started
@@ -288,6 +338,7 @@ class Indexer:
         added: set[str],
         *,
         relink: bool = True,
+        stats: Mapping[str, FileStat | None] | None = None,
     ) -> _Plan:
         """Everything a pass will change, with no index lock held (only writers change the
         projections, and they run one at a time, so what this reads stays true until applied)."""
@@ -304,8 +355,11 @@ class Indexer:
                     for source, targets in self._dangling_links().items()
                     if any(may_resolve_to(raw, names) for raw in targets)
                 )
+        stats = stats or {}
         plan = _Plan(
-            files=[self._prepare_file(path, data) for path, data in changed.items()],
+            files=[
+                self._prepare_file(path, data, stats.get(path)) for path, data in changed.items()
+            ],
             removed=list(removed),
         )
         for source in sorted(sources - set(changed) - set(removed)):
@@ -314,7 +368,7 @@ class Indexer:
                 plan.relinks[source] = links
         return plan
 
-    def _prepare_file(self, path: str, data: bytes) -> _PreparedFile:
+    def _prepare_file(self, path: str, data: bytes, file_stat: FileStat | None) -> _PreparedFile:
         refusal = self.paths.refusal(path)
         if refusal is not None:
             return _PreparedFile(path, problem=refusal)
@@ -335,7 +389,7 @@ class Indexer:
         links = None
         if suffix == ".md" and self.graph is not None:
             links = self._link_resolver().links_for(path, text)
-        return _PreparedFile(path, summary, list(chunks), links, warning=warning)
+        return _PreparedFile(path, summary, list(chunks), links, warning=warning, stat=file_stat)
 
     def _apply(self, plan: _Plan) -> IndexReport:
         """Apply ``plan`` to every projection in one exclusive hold: no reader sees it half done."""
@@ -384,7 +438,7 @@ class Indexer:
 
     def _put(self, prepared: _PreparedFile) -> None:
         assert prepared.summary is not None
-        self.catalog.put(prepared.summary, prepared.chunks)
+        self.catalog.put(prepared.summary, prepared.chunks, prepared.stat)
         self.keyword.upsert(prepared.path, prepared.chunks)
         if self.tags is not None:
             self.tags.set_tags(prepared.path, prepared.summary.tags)
@@ -514,9 +568,15 @@ class Indexer:
                 f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})"
             ) from None
 
+    def _fresh_resolver(self, files: list[str]) -> None:
+        """Resolve links against ``files`` from now on (the scope just listed)."""
+        self._resolver = None
+        self._resolver_files = files
+
     def _link_resolver(self) -> LinkResolver:
         if self._resolver is None:
-            self._resolver = LinkResolver(self.scope_files())
+            files, self._resolver_files = self._resolver_files, None
+            self._resolver = LinkResolver(files if files is not None else self.scope_files())
         return self._resolver
 
 
@@ -526,6 +586,13 @@ class _Unindexable(RemeError):
 
 def _hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def _stat(path: os.PathLike[str] | str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
 
 
 def _stem(path: str) -> str:

@@ -74,24 +74,22 @@ class Searcher:
         fused = fuse(results, self.weights, method=self.config.fusion, k=self.config.rrf_k)
         fused = [f for f in fused if f.score >= min_score][:limit]
 
-        chunks = self.catalog.chunks([f.chunk_id for f in fused])
-        notes = self.catalog.notes(c.path for c in chunks.values())
+        rows = self.catalog.hit_rows([f.chunk_id for f in fused])
         hits = []
         for f in fused:
-            chunk = chunks.get(f.chunk_id)
-            if chunk is None:  # index and catalog disagree for a moment; never return a ghost
+            row = rows.get(f.chunk_id)
+            if row is None:  # index and catalog disagree for a moment; never return a ghost
                 continue
-            note = notes.get(chunk.path)
             hits.append(
                 SearchHit(
                     chunk_id=f.chunk_id,
-                    path=chunk.path,
-                    start_line=chunk.start_line,
-                    end_line=chunk.end_line,
+                    path=row.path,
+                    start_line=row.start_line,
+                    end_line=row.end_line,
                     score=round(f.score, 6),
-                    text=chunk.text,
-                    heading=chunk.heading,
-                    name=note.name if note else None,
+                    text=row.text,
+                    heading=row.heading,
+                    name=row.name,
                     arm_ranks=f.ranks,
                     arm_scores={arm: round(arm_scores[arm][f.chunk_id], 6) for arm in f.ranks},
                 )
@@ -103,7 +101,7 @@ class Searcher:
                 self.graph,
                 limit_each=self.config.expansion_limit,
                 allowed=allowed_paths.__contains__,
-                describe=self.catalog.notes,
+                describe=self.catalog.labels,
             )
         return SearchResponse(
             query=query,

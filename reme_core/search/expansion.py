@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
 
 from reme_core.components import Graph
-from reme_core.schema import LinkedNote, NoteSummary
+from reme_core.schema import LinkedNote
+
+
+class _Label(Protocol):
+    @property
+    def name(self) -> str | None: ...
+
+    @property
+    def description(self) -> str | None: ...
 
 
 def expand_links(
@@ -14,7 +23,7 @@ def expand_links(
     *,
     limit_each: int,
     allowed: Callable[[str], bool],
-    describe: Callable[[list[str]], dict[str, NoteSummary]],
+    describe: Callable[[list[str]], Mapping[str, _Label]],
 ) -> list[LinkedNote]:
     """Up to ``limit_each`` outbound and ``limit_each`` inbound neighbours, over all hits, in hit order.
 
@@ -23,12 +32,9 @@ def expand_links(
     seen = set(hit_paths)
     found: list[tuple[str, str, str]] = []
     counts = {"outbound": 0, "inbound": 0}
-    for via in dict.fromkeys(hit_paths):
-        neighbours = {
-            "outbound": [link.target for link in graph.outbound(via) if link.target],
-            "inbound": [link.source for link in graph.inbound(via)],
-        }
-        for direction, paths in neighbours.items():
+    linked = graph.linked_paths(list(dict.fromkeys(hit_paths)))
+    for via, (outbound, inbound) in linked.items():
+        for direction, paths in (("outbound", outbound), ("inbound", inbound)):
             for path in paths:
                 if counts[direction] >= limit_each:
                     break

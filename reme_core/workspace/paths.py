@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from reme_core.errors import InvalidPathError, PathOutsideWorkspaceError, WorkspaceError
-from reme_core.workspace.globs import compile_glob, is_glob
+from reme_core.workspace.globs import Glob, compile_glob, is_glob
 
 INTERNAL_DIRS: tuple[str, ...] = (".reme", ".git")
 """Folders no tool may write to: derived state (and the server token) and version history."""
@@ -54,6 +54,48 @@ def path_matches(rel: str, patterns: Iterable[str]) -> bool:
         elif rel == p or rel.startswith(p + "/"):
             return True
     return False
+
+
+class PathPatterns:
+    """``path_matches`` for one list of patterns, cleaned and compiled once (a walk asks it for
+    every file). ``visible_only``: the caller never asks about a path with a hidden part (the
+    walk skips them), so patterns that can only match such a path are dropped, as are globs
+    whose fixed start the path does not have before their matcher runs."""
+
+    def __init__(self, patterns: Iterable[str], *, visible_only: bool = False):
+        self.everything = False
+        self.prefixes: list[str] = []
+        self.globs: list[tuple[str, Glob]] = []
+        for raw in patterns:
+            p = _clean_pattern(raw)
+            if p is None:
+                continue
+            if p == "":
+                self.everything = True
+            elif not is_glob(p):
+                self.prefixes.append(p)
+            elif not (visible_only and _hidden_only(p)):
+                found = _GLOB_CHARS.search(p)
+                self.globs.append((p[: found.start()] if found else p, compile_glob(p)))
+
+    def __bool__(self) -> bool:
+        return self.everything or bool(self.prefixes or self.globs)
+
+    def __call__(self, rel: str) -> bool:
+        if self.everything:
+            return True
+        for p in self.prefixes:
+            if rel == p or rel.startswith(p + "/"):
+                return True
+        return any(rel.startswith(head) and glob.match(rel) for head, glob in self.globs)
+
+
+def _hidden_only(glob: str) -> bool:
+    """Whether every path ``glob`` matches has a part starting with "." (``.git/**``, ``**/.*``):
+    after any leading ``**/`` (nothing, or whole folders), a literal "." starts a part."""
+    while glob.startswith("**/"):
+        glob = glob[3:]
+    return glob.startswith(".")
 
 
 def may_contain(rel_dir: str, patterns: Iterable[str]) -> bool:
@@ -257,23 +299,42 @@ class WorkspacePaths:
     ) -> Iterator[str]:
         """Yield workspace-relative file paths, sorted; hidden and symlinked folders are skipped."""
         wanted = {s.lower() for s in suffixes} if suffixes is not None else None
-        yield from self._walk(self.root, "", wanted, list(exclude_globs))
+        excluded = PathPatterns(exclude_globs, visible_only=True)
+        for rel, _ in self._walk(self.root, "", wanted, excluded):
+            yield rel
+
+    def iter_file_stats(
+        self,
+        suffixes: Iterable[str] | None = None,
+        exclude_globs: Iterable[str] = (),
+    ) -> Iterator[tuple[str, os.stat_result | None]]:
+        """``iter_files`` with each file's stat (a linked file's target's), None when it cannot
+        be read; the walk's own directory entries save a path lookup per file."""
+        wanted = {s.lower() for s in suffixes} if suffixes is not None else None
+        excluded = PathPatterns(exclude_globs, visible_only=True)
+        for rel, entry in self._walk(self.root, "", wanted, excluded):
+            try:
+                yield rel, entry.stat()
+            except OSError:
+                yield rel, None
 
     def _walk(
         self,
-        folder: Path,
+        folder: Path | str,
         rel_dir: str,
         wanted: set[str] | None,
-        excludes: list[str],
-    ) -> Iterator[str]:
+        excluded: PathPatterns,
+    ) -> Iterator[tuple[str, os.DirEntry[str]]]:
         try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+            with os.scandir(folder) as scan:
+                entries = sorted(scan, key=lambda e: e.name)
         except OSError:
             return
         for entry in entries:
-            if entry.name.startswith("."):
+            name = entry.name
+            if name.startswith("."):
                 continue
-            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            rel = f"{rel_dir}/{name}" if rel_dir else name
             try:
                 # Linked folders are not walked (loops, and one note under two paths);
                 # linked files count only when they stay inside the workspace.
@@ -283,12 +344,13 @@ class WorkspacePaths:
             except OSError:
                 continue
             if is_dir:
-                if excludes and (path_matches(rel, excludes) or path_matches(rel + "/", excludes)):
+                if excluded and (excluded(rel) or excluded(rel + "/")):
                     continue
-                yield from self._walk(Path(entry.path), rel, wanted, excludes)
+                yield from self._walk(entry.path, rel, wanted, excluded)
             elif entry.is_file():
-                if wanted is not None and Path(entry.name).suffix.lower() not in wanted:
+                dot = name.rfind(".")  # Path(name).suffix, without building a Path per file
+                if wanted is not None and (dot <= 0 or name[dot:].lower() not in wanted):
                     continue
-                if excludes and path_matches(rel, excludes):
+                if excluded and excluded(rel):
                     continue
-                yield rel
+                yield rel, entry

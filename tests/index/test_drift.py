@@ -26,6 +26,7 @@ from reme_core.plugins import Plugins
 from reme_core.runtime import Reme
 from reme_core.schema.chunk import chunk_path
 from reme_core.workspace import LinkResolver, parse_note
+from reme_plugins.keyword_bm25s import text_hash
 from reme_plugins.tag_sqlite import normalise_tag
 
 BURST = Path(__file__).with_name("crash_burst.py")
@@ -59,9 +60,9 @@ def assert_projections_match_disk(reme: Reme) -> None:
 
     # Keyword index: the ids in memory, the texts it persisted, and each note found by its word.
     assert reme.keyword.chunk_ids() == set(expected)
-    with sqlite3.connect(reme.state_dir / "bm25s" / "chunks.sqlite3") as db:
+    with sqlite3.connect(reme.state_dir / "bm25s" / "rows.sqlite3") as db:
         persisted = dict(db.execute("SELECT id, hash FROM chunks"))
-    assert persisted == {cid: sha(text) for cid, text in expected.items()}
+    assert persisted == {cid: text_hash(text) for cid, text in expected.items()}
     holders: dict[str, set[str]] = {}  # a move killed half-way leaves its note twice on disk
     for path, text in texts.items():
         for word in WORD.findall(text):
@@ -114,9 +115,9 @@ def test_status_reports_planted_drift_and_index_repairs_it(
     # What a crash between two projections leaves: chunks one index lacks, orphans of a path
     # the catalog no longer has.
     state = workspace / ".reme"
-    with sqlite3.connect(state / "bm25s" / "chunks.sqlite3") as db:
-        db.execute("DELETE FROM chunks WHERE path = ?", (perf,))
-        db.execute("INSERT INTO chunks VALUES ('gone/old.md#0', 'gone/old.md', 'h', 'zebraorphan')")
+    with sqlite3.connect(state / "bm25s" / "rows.sqlite3") as db:
+        db.execute("DELETE FROM chunks WHERE id LIKE ?", (f"{perf}#%",))
+        db.execute("INSERT INTO chunks VALUES ('gone/old.md#0', 1, 0, 'zebraorphan')")
     with sqlite3.connect(state / "tags.sqlite3") as db:
         db.execute("INSERT INTO tags VALUES ('gone/old.md', 'stale')")
     with sqlite3.connect(state / "graph.sqlite3") as db:
@@ -171,9 +172,9 @@ def test_reindex_rebuilds_every_projection_from_the_notes(
 ) -> None:
     with open_vectors(workspace, default_plugins) as reme:
         reme.index()
-    with sqlite3.connect(workspace / ".reme" / "bm25s" / "chunks.sqlite3") as db:
-        db.execute("UPDATE chunks SET text = 'stale', hash = 'stale'")  # same ids, old texts
-        db.execute("INSERT INTO chunks VALUES ('gone/old.md#0', 'gone/old.md', 'h', 'orphan')")
+    with sqlite3.connect(workspace / ".reme" / "bm25s" / "rows.sqlite3") as db:
+        db.execute("UPDATE chunks SET text = 'stale', hash = 1")  # same ids, old texts
+        db.execute("INSERT INTO chunks VALUES ('gone/old.md#0', 1, 0, 'orphan')")
     with open_vectors(workspace, default_plugins) as reme:
         assert reme.status()["drift"]["keyword"]["orphans"] == 1
         reme.reindex()

@@ -4,6 +4,9 @@ import hashlib
 import itertools
 import json
 import random
+import sqlite3
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -412,7 +415,7 @@ def test_state_lives_under_state_dir_bm25s(open_index: Opener, state_dir: Path) 
     fill(ix, 3)
     ix.flush()
     names = {p.name for p in (state_dir / "bm25s").iterdir()}
-    assert "manifest.json" in names and "chunks.sqlite3" in names
+    assert "manifest.json" in names and "rows.sqlite3" in names
     assert not any(name.endswith(".tmp") for name in names)
     assert sum(name.startswith("main-") for name in names) == 1
 
@@ -437,13 +440,16 @@ def test_changed_settings_rebuild_main(open_index: Opener) -> None:
     assert ids(unstemmed.search("runs", 10)) == ["a.md#0"]
 
 
-def test_unreadable_main_is_rebuilt_from_stored_texts(open_index: Opener, state_dir: Path) -> None:
+@pytest.mark.parametrize("damage", ["meta.json", "ids.txt", "data.npy"])
+def test_unreadable_main_is_rebuilt_from_stored_texts(
+    open_index: Opener, state_dir: Path, damage: str
+) -> None:
     ix = open_index()
     fill(ix, 5)
     ix.flush()
     ix.close()
     name = json.loads((state_dir / "bm25s" / "manifest.json").read_text())["main"]
-    (state_dir / "bm25s" / name / "ids.json").write_text("{not json")
+    (state_dir / "bm25s" / name / damage).write_text("{not json")
     assert len(open_index().search("gardening", 10)) == 5
 
 
@@ -523,3 +529,201 @@ def test_concurrent_writers_and_readers(open_index: Opener) -> None:
         thread.join()
     assert errors == []
     assert len(ix.search("sparrow", 100)) == 60
+
+
+# -- scoring without bm25s, texts from the catalog, loading from marks ---------------------
+
+
+@pytest.mark.parametrize("method", ["lucene", "robertson", "atire", "bm25l", "bm25+"])
+def test_scores_are_bm25s_scores(open_index: Opener, method: str) -> None:
+    """The plugin scores from bm25s's matrix itself: the same floats as ``get_scores``."""
+    notes = _Notes(7)
+    ix = open_index(method=method)
+    texts = {f"n/{i:03d}.md": notes.note(i) for i in range(60)}
+    for path, text in texts.items():
+        ix.upsert(path, make_chunks(path, text))
+    ix.flush()
+    ids_in_order = sorted(f"{path}#0" for path in texts)
+    corpus = [ix.tokenizer(texts[cid.split("#")[0]]) for cid in ids_in_order]
+    s = ix.settings
+    reference = bm25s.BM25(k1=s.k1, b=s.b, method=method)
+    reference.index(corpus, show_progress=False)
+    for query in _QUERIES:
+        tokens = ix.tokenizer(query)
+        wanted = [t for t in tokens if t in reference.vocab_dict]
+        if not wanted:
+            assert ix.search(query, 100) == []
+            continue
+        scores = reference.get_scores(wanted)
+        hits = ix.search(query, 100)
+        assert hits, query
+        for cid, score in hits:
+            assert score == float(scores[ids_in_order.index(cid)]), (query, cid)
+
+
+SEARCH_WITHOUT_BM25S = """
+import sys
+from pathlib import Path
+from reme_core.components import ComponentContext
+from reme_plugins.keyword_bm25s import Bm25sKeywordIndex
+
+state = Path(sys.argv[1])
+ix = Bm25sKeywordIndex(None, ComponentContext(workspace=state.parent, state_dir=state))
+hits = ix.search("gardening", 10, {"notes/n001.md#0", "notes/n002.md#0"})
+assert sorted(cid for cid, _ in hits) == ["notes/n001.md#0", "notes/n002.md#0"], hits
+print(sorted(name for name in ("bm25s", "scipy") if name in sys.modules))
+"""
+
+
+def test_a_search_over_a_saved_index_imports_neither_bm25s_nor_scipy(
+    open_index: Opener, state_dir: Path
+) -> None:
+    ix = open_index()
+    fill(ix, 5)
+    ix.flush()
+    ix.close()
+    done = subprocess.run(
+        [sys.executable, "-c", SEARCH_WITHOUT_BM25S, str(state_dir)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+class _Catalog:
+    """A text source standing in for the catalog: the texts it was last given, by chunk id."""
+
+    def __init__(self) -> None:
+        self.texts: dict[str, str] = {}
+        self.asked: list[str] = []
+
+    def put(self, ix: Bm25sKeywordIndex, path: str, *texts: str) -> None:
+        chunks = make_chunks(path, *texts)
+        self.texts = {k: v for k, v in self.texts.items() if not k.startswith(f"{path}#")}
+        self.texts.update({c.id: c.text for c in chunks})
+        ix.upsert(path, chunks)
+
+    def __call__(self, ids: Any) -> dict[str, str]:
+        self.asked += list(ids)
+        return {cid: self.texts[cid] for cid in ids if cid in self.texts}
+
+
+def _stored_texts(state_dir: Path) -> int:
+    with sqlite3.connect(state_dir / "bm25s" / "rows.sqlite3") as db:
+        return db.execute("SELECT count(*) FROM chunks WHERE text IS NOT NULL").fetchone()[0]
+
+
+def test_with_a_text_source_texts_are_not_stored_twice(open_index: Opener, state_dir: Path) -> None:
+    catalog = _Catalog()
+    ix = open_index(delta_merge_min=0, delta_merge_ratio=0.5)
+    ix.attach_text_source(catalog)
+    for i in range(10):
+        catalog.put(ix, f"n/{i}.md", f"heron number{i}", f"second chunk {i}")
+    ix.flush()  # the bulk merge tokenises the texts it holds: nothing is read back
+    assert catalog.asked == []
+    assert _stored_texts(state_dir) == 0
+    ix.close()
+
+    reopened = open_index(delta_merge_min=0, delta_merge_ratio=0.5)
+    reopened.attach_text_source(catalog)
+    catalog.put(reopened, "n/3.md", "kestrel edited")
+    for i in range(10):  # the delta outgrows half of main: the next flush merges
+        catalog.put(reopened, f"new/{i}.md", f"kestrel fresh {i}")
+    reopened.flush()
+    assert reopened.stats()["delta_chunks"] == 0  # merged, from texts read back from the source
+    assert "n/5.md#0" in catalog.asked
+    assert _stored_texts(state_dir) == 0
+    assert set(ids(reopened.search("kestrel", 20))) == {"n/3.md#0"} | {
+        f"new/{i}.md#0" for i in range(10)
+    }
+    assert ids(reopened.search("number5", 5)) == ["n/5.md#0"]
+
+
+def test_a_chunk_whose_text_the_source_lost_is_dropped_not_misindexed(
+    open_index: Opener, state_dir: Path
+) -> None:
+    catalog = _Catalog()
+    ix = open_index()
+    ix.attach_text_source(catalog)
+    for i in range(4):
+        catalog.put(ix, f"n/{i}.md", f"heron number{i}")
+    ix.flush()
+    ix.close()
+    catalog.texts["n/1.md#0"] = "a different text under the same id"  # the source moved on
+    del catalog.texts["n/2.md#0"]  # ...or lost it
+    reopened = open_index()
+    reopened.attach_text_source(catalog)
+    catalog.put(reopened, "n/0.md", "heron edited")
+    reopened.optimize()  # rebuilds main from the texts of n/1 to n/3, read back from the source
+    assert reopened.chunk_ids() == {"n/0.md#0", "n/3.md#0"}  # the drift check sees the rest
+    assert set(ids(reopened.search("heron", 10))) == {"n/0.md#0", "n/3.md#0"}
+
+
+def _set_marked_generation(state_dir: Path, generation: int) -> None:
+    with sqlite3.connect(state_dir / "bm25s" / "rows.sqlite3") as db:
+        db.execute("UPDATE meta SET value = ? WHERE key = 'main_generation'", (str(generation),))
+
+
+@pytest.mark.parametrize("marks", ["trusted", "disagree"])
+def test_reopen_derives_delta_and_tombstones(
+    open_index: Opener, state_dir: Path, marks: str
+) -> None:
+    """From the rows' marks when they agree with the manifest; by comparing hashes otherwise (a
+    crash between marking the rows and saving main): the same state either way."""
+    ix = open_index()
+    fill(ix, 20)
+    ix.flush()
+    ix.upsert("notes/n003.md", make_chunks("notes/n003.md", "zeppelin airship"))
+    ix.upsert("notes/n005.md", make_chunks("notes/n005.md", "filler words about gardening number5"))
+    ix.delete("notes/n004.md")
+    ix.upsert("extra.md", make_chunks("extra.md", "zeppelin", "hangar"))
+    ix.flush()
+    ix.close()
+    if marks == "disagree":
+        _set_marked_generation(state_dir, 99)
+    reopened = open_index()
+    assert reopened.stats() == {
+        "chunks": 21,
+        "main_chunks": 20,
+        "main_live": 18,
+        "delta_chunks": 3,
+        "tombstones": 2,
+        "unflushed_paths": 0,
+    }
+    assert set(ids(reopened.search("zeppelin", 10))) == {"notes/n003.md#0", "extra.md#0"}
+    assert ids(reopened.search("number5", 10)) == ["notes/n005.md#0"]
+    assert reopened.search("number4", 10) == []
+    reopened.close()
+    with sqlite3.connect(state_dir / "bm25s" / "rows.sqlite3") as db:
+        delta = {row[0] for row in db.execute("SELECT id FROM chunks WHERE main = 0")}
+    assert delta == {"notes/n003.md#0", "extra.md#0", "extra.md#1"}  # marked again if needed
+
+
+def test_rows_of_a_path_never_touch_a_longer_path_with_a_hash(open_index: Opener) -> None:
+    ix = open_index()
+    ix.upsert("a.md", make_chunks("a.md", "heron one"))
+    ix.upsert("a.md#b.md", make_chunks("a.md#b.md", "heron two"))
+    ix.flush()
+    ix.upsert("a.md", make_chunks("a.md", "kestrel"))
+    ix.flush()
+    assert ids(open_index().search("heron", 10)) == ["a.md#b.md#0"]
+
+
+def test_format_2_rows_are_migrated(open_index: Opener, state_dir: Path) -> None:
+    folder = state_dir / "bm25s"
+    folder.mkdir(parents=True)
+    with sqlite3.connect(folder / "chunks.sqlite3") as db:
+        db.execute("CREATE TABLE chunks (id TEXT PRIMARY KEY, path TEXT, hash TEXT, text TEXT)")
+        for i in range(3):
+            text = f"heron number{i}"
+            digest = hashlib.sha256(text.encode()).hexdigest()
+            db.execute(
+                "INSERT INTO chunks VALUES (?, ?, ?, ?)", (f"n/{i}.md#0", f"n/{i}.md", digest, text)
+            )
+    ix = open_index()
+    assert set(ids(ix.search("heron", 10))) == {f"n/{i}.md#0" for i in range(3)}
+    assert not (folder / "chunks.sqlite3").exists()
+    ix.upsert("n/1.md", make_chunks("n/1.md", "heron number1"))  # unchanged: no delta
+    assert ix.stats()["delta_chunks"] == 0

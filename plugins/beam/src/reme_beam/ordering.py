@@ -19,7 +19,6 @@ import math
 from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel
-from scipy.stats import kendalltau
 
 Same = Callable[[str, str], bool]
 """``same(reference_item, answer_line)``: do the two describe the same event?"""
@@ -80,4 +79,7 @@ def ordering_score(reference: Sequence[str], system: Sequence[str]) -> OrderingS
 def _tau_b(first: list[int], second: list[int]) -> float:
     if len(first) < 2 or len(set(first)) < 2 or len(set(second)) < 2:
         return math.nan  # what scipy returns too, without its warning
+    # scipy.stats takes ~0.6 s to import: load it when a judge scores, not when reme loads plugins.
+    from scipy.stats import kendalltau
+
     return float(kendalltau(first, second, variant="b").statistic)
