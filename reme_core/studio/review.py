@@ -1,6 +1,6 @@
 """The review queue page: proposals a pipeline made instead of writing (``review: queue``),
 each with its diff and evidence, approved or rejected (with a reason) one by one or in bulk by
-verb, through the ``review_*`` operations."""
+verb, through the ``review_*`` operations (approve needs admin, reject write)."""
 
 from __future__ import annotations
 
@@ -13,35 +13,31 @@ from reme_core.studio.web import OpFailed, Page
 
 VERBS = ("CREATE", "CORROBORATE", "REFINE", "CORRECT", "TAG", "MEMORY")
 OPERATIONS_NEEDED = ("review_list", "review_show", "review_approve", "review_reject")
+DONE = {"approve": "approved", "reject": "rejected"}
 
 
 def available() -> bool:
     return all(name in OPERATIONS for name in OPERATIONS_NEEDED)
 
 
-def _fields(operation: str) -> set[str]:
-    return set(OPERATIONS[operation].input_model.model_fields)
-
-
-def _ids(operation: str, ids: list[str]) -> dict[str, Any]:
-    fields = _fields(operation)
-    if "ids" in fields:
-        return {"ids": ids}
-    return {"id": ids[0]}
-
-
 async def review_page(
-    here: Page, verb: str = "", message: str = "", result: Any = None
+    here: Page,
+    verb: str = "",
+    message: str = "",
+    result: Any = None,
+    error: OpFailed | None = None,
 ) -> Response:
     if not available():
         return here.render("review.html", available=False, listing=None, verb=verb)
     payload: dict[str, Any] = {"status": "pending"}
-    if verb and "verb" in _fields("review_list"):
+    if verb:
         payload["verb"] = verb
     listing = await here.op("review_list", **payload)
     return here.render(
         "review.html",
+        error.status if error is not None else 200,
         available=True,
+        error=error,
         listing=listing,
         verb=verb,
         verbs=VERBS,
@@ -53,26 +49,24 @@ async def review_page(
 async def review_show(here: Page, proposal_id: str) -> Response:
     if not available():
         raise OpFailed(404, "NotFoundError", "this server has no review queue")
-    found = await here.op("review_show", **_id_payload(proposal_id))
+    found = await here.op("review_show", id=proposal_id)
     return here.render("_review_show.html", proposal=found)
 
 
-def _id_payload(proposal_id: str) -> dict[str, Any]:
-    fields = _fields("review_show")
-    key = "id" if "id" in fields else ("proposal_id" if "proposal_id" in fields else "ids")
-    return {key: [proposal_id] if key == "ids" else proposal_id}
-
-
 async def decide(here: Page, action: str, ids: list[str], verb: str, reason: str) -> Response:
-    """Approve or reject proposals by id, or every pending one of ``verb``."""
+    """Approve or reject proposals by id, or every pending one of ``verb``; the queue again,
+    with what was done and what was refused (stale, already decided) and why."""
     if not available():
         raise OpFailed(404, "NotFoundError", "this server has no review queue")
-    operation = f"review_{action}"
-    payload: dict[str, Any] = _ids(operation, ids) if ids else {"verb": verb}
+    payload: dict[str, Any] = {"ids": ids} if ids else {"verb": verb}
     if action == "reject":
         payload["reason"] = reason
-    result = await here.op(operation, **payload)
-    done = len(result.get("succeeded", [])) if isinstance(result, dict) else 0
-    refused = len(result.get("refused", [])) if isinstance(result, dict) else 0
-    message = f"{action}d {done}" + (f", refused {refused}" if refused else "")
-    return await review_page(here, verb if not ids else "", message=message, result=result)
+    try:
+        result = await here.op(f"review_{action}", **payload)
+    except OpFailed as exc:
+        if exc.status in (401, 403) or exc.status >= 500:
+            raise
+        return await review_page(here, verb, error=exc)  # e.g. a rejection without a reason
+    done, refused = len(result["succeeded"]), len(result["refused"])
+    message = f"{DONE[action]} {done}" + (f", refused {refused}" if refused else "")
+    return await review_page(here, "" if ids else verb, message=message, result=result)

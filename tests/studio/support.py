@@ -16,6 +16,9 @@ from typing import Any
 
 from conftest import FAKE_VECTORS, KEYWORD_ONLY_ENV, copy_example
 
+from reme_core import hookimpl
+from reme_core.components import Step
+from reme_core.review import Reviewer
 from reme_core.runtime import STATE_DIR, Reme
 from reme_core.server.auth import TOKEN_FILE, TokenStore
 from reme_core.server.serve import Server
@@ -90,12 +93,12 @@ def csrf_of(html: str) -> str:
 
 def build_workspace(root: Path) -> dict[str, str]:
     """The example workspace plus the notes and history the studio tests walk through.
-    Returns the ids it made: ``run`` (a run that created RUN_NOTE), ``proposal`` (when the
-    review queue exists)."""
+    Returns the ids it made: ``run`` (a run that created RUN_NOTE), and ``proposal_<name>``
+    for each of PROPOSALS (when the review queue exists)."""
     copy_example(root)
     made: dict[str, str] = {}
     settings = load_settings(overrides=[f"workspace={root}"], env=KEYWORD_ONLY_ENV)
-    with Reme(settings, plugins()) as reme:
+    with Reme(settings, plugins(DemoPlugin())) as reme:
         reme.index(vectors="skip")
         reme.history.record("reme: snapshot of changes made outside reme")
         reme.files.write(XSS_NOTE, XSS_TEXT)
@@ -109,29 +112,65 @@ def build_workspace(root: Path) -> dict[str, str]:
         assert run is not None
         made["run"] = run
         if "review_list" in OPERATIONS:
-            made["proposal"] = _propose(reme)
+            made.update({f"proposal_{k}": v for k, v in _propose(reme).items()})
     return made
 
 
-def _propose(reme: Reme) -> str:
-    """A pending memory proposal (its reviewer is the core's own, no step needed)."""
-    from reme_core.review import ReviewApi
+class ProposingStep(Step):
+    """A step whose proposals approve with the default reviewer (the target must be as it was):
+    the review walk needs proposals without a model."""
 
-    target = "digest/personal/proposed-memory.md"
-    content = "---\nname: Proposed memory\n---\n# Proposed memory\n\nPrefers short answers.\n"
-    proposal = ReviewApi(reme).propose(
-        pipeline="memory_summarize",
-        step=None,
-        run_id="demo",
-        verb="MEMORY",
-        target=target,
-        content=content,
-        before=None,
-        base_hash=None,
-        sources=["daily/2026-11-12/session-onboarding-questions.md"],
-        note="new memory from the onboarding session",
-    )
-    return proposal.id
+    name = "studio_demo"
+    reviewer = Reviewer()
+
+    def run(self, run: Any, state: dict[str, Any]) -> dict[str, Any]:
+        return {}
+
+
+class DemoPlugin:
+    @hookimpl
+    def register_steps(self, register):  # type: ignore[no-untyped-def]
+        register(ProposingStep)
+
+
+PROPOSALS = {
+    "approve": (
+        "CREATE",
+        "digest/wiki/proposed-runbook.md",
+        "# Runbook\n\nRestart pgbouncer first.\n",
+    ),
+    "reject": ("CREATE", "digest/wiki/proposed-rumour.md", "# Rumour\n\nThe VPS moves to k8s.\n"),
+    "bulk_1": ("TAG", "digest/procedure/db-migrations.md", None),
+    "bulk_2": ("TAG", "digest/wiki/postgres-tuning.md", None),
+}
+"""name -> (verb, target, new text; None: the target with a tag line added)."""
+
+
+def _propose(reme: Reme) -> dict[str, str]:
+    """Pending proposals for the review walk: one to approve, one to reject, two TAGs to approve
+    in bulk by verb."""
+    from reme_core.review import ReviewApi
+    from reme_core.workspace.hashing import content_hash
+
+    api, ids = ReviewApi(reme), {}
+    for name, (verb, target, text) in PROPOSALS.items():
+        path = reme.root / target
+        before = path.read_text(encoding="utf-8") if path.exists() else None
+        content = text if text is not None else (before or "") + "\nTags reviewed: ops.\n"
+        proposal = api.propose(
+            pipeline="dream",
+            step=ProposingStep.name,
+            run_id="studio-demo",
+            verb=verb,
+            target=target,
+            content=content,
+            before=before,
+            base_hash=content_hash(before.encode("utf-8")) if before is not None else None,
+            sources=["daily/2026-11-02/session-deploy-failure.md"],
+            note=f"{verb.lower()} proposed by the demo",
+        )
+        ids[name] = proposal.id
+    return ids
 
 
 @dataclass
@@ -173,7 +212,7 @@ def studio_server(
     messages: list[str] = []
     server = Server(
         settings,
-        plugins=plugins(),
+        plugins=plugins(DemoPlugin()),
         echo=messages.append,
         log_level="warning",
         with_mcp=False,
