@@ -24,9 +24,13 @@ if TYPE_CHECKING:
 
 
 class ComponentSettings(BaseModel):
-    """Settings of one implementation. Unknown keys are an error."""
+    """Settings of one implementation. Unknown keys are an error.
 
-    model_config = ConfigDict(extra="forbid")
+    Validators are built on first use (``defer_build``): loading plugins registers dozens of
+    settings classes, of which a workspace builds a handful.
+    """
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 @dataclass(frozen=True)

@@ -163,8 +163,9 @@ class Plugins:
         self.pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
         self.pm.add_hookspecs(hookspecs)
         self.registries: dict[str, Registry[Any]] = {}
-        self.commands: list[RegisteredCommand] = []
+        self._commands: list[RegisteredCommand] | None = None
         self._collected = False
+        self._dists: dict[int, tuple[object, tuple[str, str] | None]] = {}
 
     # -- loading -----------------------------------------------------------------------------
 
@@ -172,10 +173,12 @@ class Plugins:
         """Register a module or object with hookimpls (tests and in-process plugins)."""
         self.pm.register(plugin, name=name)
         self._collected = False
+        self._commands = None
 
     def unregister(self, name: str) -> None:
         self.pm.unregister(name=name)
         self._collected = False
+        self._commands = None
 
     def load_entry_points(
         self, blocked: set[str] | None = None, allow: set[str] | None = None
@@ -203,6 +206,7 @@ class Plugins:
         except pluggy.PluginValidationError as exc:
             raise PluginError(f"plugin {exc.plugin!r} is invalid: {exc}") from exc
         self._collected = False
+        self._commands = None
 
     def check(self) -> None:
         """Fail loudly on a hookimpl that matches no hookspec (a misspelt hook name)."""
@@ -223,19 +227,31 @@ class Plugins:
                 provider = self.provider_name(impl.plugin_name)
                 dist, version = self.distribution_of(impl.plugin_name)
                 impl.function(register=_bind(registry.add, provider, dist, version))
-        self.commands = []
-        for impl in self.pm.hook.register_commands.get_hookimpls():
-            provider = self.provider_name(impl.plugin_name)
-
-            def add_command(
-                command: click.Command, group: str | None = None, _p: str = provider
-            ) -> None:
-                if not isinstance(command, click.Command):
-                    raise PluginError(f"plugin {_p!r} registered {command!r}, not a click command")
-                self.commands.append(RegisteredCommand(command, group, _p))
-
-            impl.function(register=add_command)
+        self._commands = None  # collected when the CLI asks: see ``commands``
         self._collected = True
+
+    @property
+    def commands(self) -> list[RegisteredCommand]:
+        """The CLI commands plugins add, collected on first use: a plugin's commands may import
+        the whole CLI (click, the HTTP client), which opening a workspace never needs."""
+        if self._commands is None:
+            self.check()
+            commands: list[RegisteredCommand] = []
+            for impl in self.pm.hook.register_commands.get_hookimpls():
+                provider = self.provider_name(impl.plugin_name)
+
+                def add_command(
+                    command: click.Command, group: str | None = None, _p: str = provider
+                ) -> None:
+                    if not isinstance(command, click.Command):
+                        raise PluginError(
+                            f"plugin {_p!r} registered {command!r}, not a click command"
+                        )
+                    commands.append(RegisteredCommand(command, group, _p))
+
+                impl.function(register=add_command)
+            self._commands = commands
+        return self._commands
 
     def registry(self, kind: str) -> Registry[Any]:
         if not self._collected:
@@ -249,20 +265,38 @@ class Plugins:
         return self.registry(kind).get(name)
 
     def provider_name(self, plugin_name: str) -> str:
-        plugin = self.pm.get_plugin(plugin_name)
-        for candidate, dist in self.pm.list_plugin_distributions():
-            if candidate is plugin:
-                return f"{_dist_name(dist)} ({plugin_name})"
-        return plugin_name
+        found = self._distribution(plugin_name)
+        return f"{found[0]} ({plugin_name})" if found is not None else plugin_name
 
     def distribution_of(self, plugin_name: str) -> tuple[str, str | None]:
         """``(distribution, version)`` of a registered plugin; a module registered directly
         (no distribution) is named by its plugin name, without a version."""
+        found = self._distribution(plugin_name)
+        return found if found is not None else (plugin_name, None)
+
+    def _distribution(self, plugin_name: str) -> tuple[str, str] | None:
+        """Name and version of the distribution that registered ``plugin_name``. Both come from
+        the distribution's metadata file, parsed anew on every access: read once per plugin."""
         plugin = self.pm.get_plugin(plugin_name)
+        cached = self._dists.get(id(plugin))
+        if cached is not None and cached[0] is plugin:
+            return cached[1]
+        found = None
         for candidate, dist in self.pm.list_plugin_distributions():
             if candidate is plugin:
-                return _dist_name(dist), dist.version
-        return plugin_name, None
+                found = self._metadata_of(getattr(dist, "_dist", dist))
+                break
+        self._dists[id(plugin)] = (plugin, found)
+        return found
+
+    def _metadata_of(self, dist: Any) -> tuple[str, str]:
+        """Name and version of a distribution, parsed once (its entry points share it)."""
+        cached = self._dists.get(id(dist))
+        if cached is not None and cached[0] is dist and cached[1] is not None:
+            return cached[1]
+        found = (_dist_name(dist), dist.version)
+        self._dists[id(dist)] = (dist, found)
+        return found
 
     # -- listing -----------------------------------------------------------------------------
 

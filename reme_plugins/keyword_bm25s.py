@@ -65,6 +65,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import cache
+from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -550,9 +551,9 @@ class Bm25sKeywordIndex(KeywordIndex):
             if cached_segment is segment and cached_ids is allowed_ids:
                 return mask
         positions = pos()
-        mask = np.zeros(n_docs, dtype=bool)
-        found = [positions.get(cid, -1) for cid in allowed_ids]
-        mask[[i for i in found if i >= 0]] = True
+        mask = np.zeros(n_docs + 1, dtype=bool)  # ids this segment lacks land on the extra slot
+        mask[np.fromiter(map(positions.get, allowed_ids, repeat(n_docs)), np.int64)] = True
+        mask = mask[:n_docs]
         # Holding the objects keeps their identities valid for the cache's lifetime. Searches
         # run this concurrently: the list is replaced, never changed, so a reader iterates a
         # whole one (a race can only drop an entry from the cache).

@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from reme_core.components import TagIndex
 from reme_core.index.catalog import Catalog
 from reme_core.schema import SearchFilters
-from reme_core.schema.chunk import chunk_path
-from reme_core.search.filters import allowed_chunk_ids
+from reme_core.search.filters import allowed_by_path
 
 MAX_FILTER_SETS = 8
 
@@ -82,18 +81,15 @@ class AllowedCache:
         if known is not None and known.generation < generation:
             changed = self.catalog.changed_since(known.generation)
         if known is None or changed is None or len(changed) > max(64, len(known.by_path) // 4):
-            ids = allowed_chunk_ids(filters, self.catalog, self.tags)
-            by_path: dict[str, list[str]] = {}
-            for cid in ids:
-                by_path.setdefault(chunk_path(cid), []).append(cid)
-            return Allowed(generation, ids, set(by_path), by_path)
+            by_path = allowed_by_path(filters, self.catalog, self.tags)
+            return Allowed(generation, set().union(*by_path.values()), set(by_path), by_path)
         # Only the changed paths: drop what they allowed, add what they allow now.
-        fresh = allowed_chunk_ids(filters, self.catalog, self.tags, within=changed)
+        fresh = allowed_by_path(filters, self.catalog, self.tags, within=changed)
         ids = set(known.ids)
         by_path = dict(known.by_path)
         for path in changed:
             ids.difference_update(by_path.pop(path, ()))
-        for cid in fresh:
-            by_path.setdefault(chunk_path(cid), []).append(cid)
-        ids.update(fresh)
+        for path, cids in fresh.items():
+            by_path[path] = cids
+            ids.update(cids)
         return Allowed(generation, ids, set(by_path), by_path)

@@ -21,6 +21,17 @@ def allowed_chunk_ids(
 
     Filters that cannot be honoured raise, never widen.
     """
+    return set().union(*allowed_by_path(filters, catalog, tags, within=within).values())
+
+
+def allowed_by_path(
+    filters: SearchFilters,
+    catalog: Catalog,
+    tags: TagIndex | None,
+    *,
+    within: Collection[str] | None = None,
+) -> dict[str, list[str]]:
+    """``allowed_chunk_ids`` grouped by note path."""
     if filters.since and filters.until and filters.since > filters.until:
         raise SearchError(f"--since {filters.since} is after --until {filters.until}")
     if not filters.statuses:
@@ -34,7 +45,7 @@ def allowed_chunk_ids(
         tagged = tags.paths(filters.tags, mode=filters.tag_mode)
     if within is not None:
         tagged = set(within) if tagged is None else tagged & set(within)
-    return catalog.chunk_ids(
+    return catalog.chunk_ids_by_path(
         statuses=list(filters.statuses),
         since=filters.since,
         until=filters.until,

@@ -107,9 +107,9 @@ FILTER_SETS = [
 def test_allowed_sets_follow_every_kind_of_write(reme: Reme, monkeypatch: pytest.MonkeyPatch):
     cache = AllowedCache(reme.catalog, reme.tags)
     lookups: list[set[str] | None] = []
-    chunk_ids = reme.catalog.chunk_ids
+    chunk_ids = reme.catalog.chunk_ids_by_path
 
-    def spy(**kwargs: Any) -> set[str]:
+    def spy(**kwargs: Any) -> dict[str, list[str]]:
         lookups.append(kwargs.get("paths"))
         return chunk_ids(**kwargs)
 
@@ -123,7 +123,7 @@ def test_allowed_sets_follow_every_kind_of_write(reme: Reme, monkeypatch: pytest
             assert answer.paths == {cid.rsplit("#", 1)[0] for cid in answer.ids}
         return made
 
-    monkeypatch.setattr(reme.catalog, "chunk_ids", spy)
+    monkeypatch.setattr(reme.catalog, "chunk_ids_by_path", spy)
     assert len(check()) == len(FILTER_SETS)  # the first time: one full lookup per filter set
     assert check() == []  # nothing changed: all cached
     new = "digest/wiki/pgbouncer.md"
@@ -146,9 +146,9 @@ def test_searches_needing_the_same_set_compute_it_once(reme: Reme, monkeypatch: 
     cache = AllowedCache(reme.catalog, reme.tags)
     computing, go_on, waiting = threading.Event(), threading.Event(), threading.Event()
     calls: list[int] = []
-    chunk_ids = reme.catalog.chunk_ids
+    chunk_ids = reme.catalog.chunk_ids_by_path
 
-    def slow_chunk_ids(**kwargs: Any) -> set[str]:
+    def slow_chunk_ids(**kwargs: Any) -> dict[str, list[str]]:
         calls.append(1)
         computing.set()
         assert go_on.wait(DEADLINE_S)
@@ -159,7 +159,7 @@ def test_searches_needing_the_same_set_compute_it_once(reme: Reme, monkeypatch: 
             waiting.set()  # a second search waits for the first one's answer
             return super().result(timeout)
 
-    monkeypatch.setattr(reme.catalog, "chunk_ids", slow_chunk_ids)
+    monkeypatch.setattr(reme.catalog, "chunk_ids_by_path", slow_chunk_ids)
     monkeypatch.setattr(allowed_module, "Future", SignallingFuture)
     answers: list[Any] = []
     threads = [threading.Thread(target=lambda: answers.append(cache.get(SearchFilters())))]
