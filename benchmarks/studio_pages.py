@@ -1,4 +1,5 @@
-"""reme studio page times on a large workspace: the Browse tree and the Search page.
+"""reme studio page times on a large workspace: the Browse tree, the Search page, and the Status
+fragment the Status page polls.
 
 Run with ``python benchmarks/studio_pages.py`` (``--notes 10000 --repeat 30``; ``--vectors`` for
 hybrid search with the fake hash embedding instead of keyword only). Not in CI; the target is
@@ -156,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
                         f"/studio/search?q={quote(query)}&path=digest/**&status=active&status=archived&since=2024-03-01"
                     )),
                     ("search", f"Search, tag filter ({tag})", page(f"/studio/search?q={quote(query)}&tag={quote(tag)}")),
+                    ("status", "Status fragment (polled every 15 s, 3 s while embedding)", page("/studio/status/live", True)),
                 ]  # fmt: skip
                 for group, name, call in pages:
                     server, trip = measure(call, args.repeat)
@@ -177,14 +179,14 @@ def main(argv: list[str] | None = None) -> int:
     worst = 0.0
     for group, name, server, trip in rows:
         flag = ""
-        if group != "baseline":
+        if group in ("tree", "search"):  # the pages with the target; status is shown beside
             worst = max(worst, server["p95"])
             flag = "  over target" if server["p95"] > TARGET_MS else ""
         print(
             f"{name:58} {server['p50']:>10} {server['p95']:>7} {server['max']:>7} "
             f"{trip['p50']:>15}{flag}"
         )
-    print(f"\nworst page p95: {worst} ms (target <= {TARGET_MS:.0f} ms)")
+    print(f"\nworst tree/search page p95: {worst} ms (target <= {TARGET_MS:.0f} ms)")
     if args.json:
         args.json.write_text(
             json.dumps(

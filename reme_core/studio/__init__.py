@@ -19,7 +19,15 @@ from reme_core.server.workspaces import WorkspaceRegistry
 from reme_core.settings import Settings
 from reme_core.studio import actions, pages
 from reme_core.studio.sessions import Sessions
-from reme_core.studio.web import HERE, STATIC_URL, OpFailed, Respond, Studio, secure
+from reme_core.studio.web import (
+    HERE,
+    STATIC_URL,
+    OpFailed,
+    Respond,
+    Studio,
+    secure,
+    wants_fragment,
+)
 
 STUDIO_PATHS = ("/", "/studio")
 """Exact paths the studio answers, besides everything under ``/studio/``."""
@@ -44,7 +52,7 @@ def mount_studio(
     async def failed(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, OpFailed)
         visitor = studio.sessions.visitor(request)
-        template = "_error.html" if request.headers.get("hx-request") else "error.html"
+        template = "_error.html" if wants_fragment(request) else "error.html"
         context = {"page": None, "error": exc, "logged_in": visitor is not None}
         return studio.html(template, context, exc.status)
 

@@ -18,7 +18,9 @@ from reme_core.workspace.frontmatter import split_frontmatter
 NOTE_SUFFIXES = (".md",)
 TEXT_SUFFIXES = (".md", ".txt", ".jsonl")
 SEARCH_LIMIT = 20
-STATUS_POLL_SECONDS = 3
+STATUS_POLL_SECONDS = (3, 15)
+"""How often the Status page refreshes: while vectors are being embedded (progress moves), and
+otherwise (a status call checks the index for drift: ~0.2 s of CPU at 10,000 notes)."""
 
 Text = Annotated[str, Query()]
 Texts = Annotated[list[str] | None, Query()]
@@ -206,13 +208,13 @@ def router(studio: Studio) -> APIRouter:
     async def status(request: Request) -> Response:
         here = await page(request)
         found = await here.op("status")
-        return here.render("status.html", status=found, poll=STATUS_POLL_SECONDS)
+        return here.render("status.html", status=found, poll=_poll(found))
 
     @pages.get("/studio/status/live")
     async def status_live(request: Request) -> Response:
         here = await page(request)
         found = await here.op("status")
-        return here.render("_status_live.html", status=found, poll=STATUS_POLL_SECONDS)
+        return here.render("_status_live.html", status=found, poll=_poll(found))
 
     @pages.get("/studio/review")
     async def review(request: Request, verb: Text = "") -> Response:
@@ -281,6 +283,11 @@ async def _links(here: Page, path: str) -> dict[str, Any]:
             return {"outbound": [], "inbound": [], "unavailable": exc.message}
         raise
     return {**found, "unavailable": None}
+
+
+def _poll(status: dict[str, Any]) -> int:
+    busy = (status.get("vectors") or {}).get("state") in ("building", "incomplete")
+    return STATUS_POLL_SECONDS[0] if busy else STATUS_POLL_SECONDS[1]
 
 
 def _split(values: list[str]) -> list[str]:

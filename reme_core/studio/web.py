@@ -53,6 +53,7 @@ SECURITY_HEADERS = {
     # it a browser sends "Origin: null" on form posts, which the Origin check refuses.)
     "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
+    "Vary": "HX-Request, Cookie",
 }
 
 
@@ -127,6 +128,13 @@ class Studio:
         return response
 
 
+def wants_fragment(request: Request) -> bool:
+    """Whether htmx asked for a fragment (not when it restores a page from the browser's
+    history: that needs the whole page)."""
+    headers = request.headers
+    return bool(headers.get("hx-request")) and not headers.get("hx-history-restore-request")
+
+
 def secure(response: Response) -> Response:
     for key, value in SECURITY_HEADERS.items():
         response.headers.setdefault(key, value)
@@ -157,7 +165,7 @@ class Page:
 
     @property
     def htmx(self) -> bool:
-        return bool(self.request.headers.get("hx-request"))
+        return wants_fragment(self.request)
 
     def may(self, operation: str) -> bool:
         """Whether this visitor's token may call ``operation`` (it exists on this server)."""

@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from reme_core.service.operations import OPERATIONS
+from reme_core.studio import pages
 from tests.studio.support import (
     PROPOSALS,
     RUN_NOTE,
@@ -369,7 +370,10 @@ def test_pages_fit_the_width(browser: Any, studio: Studio, width: int) -> None:
     page.context.close()
 
 
-def test_status_refreshes_itself(admin: Page, studio: Studio) -> None:
+def test_status_refreshes_itself(
+    admin: Page, studio: Studio, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pages, "STATUS_POLL_SECONDS", (1, 1))  # the server runs in this process
     admin.goto("/studio/status")
     files = admin.locator("#stat-files")
     before = int(files.inner_text())

@@ -4,17 +4,24 @@ security headers, sanitised notes, conflicts and reverts, all through the app in
 from __future__ import annotations
 
 import re
+import threading
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
+from conftest import KEYWORD_ONLY_ENV, copy_example
 from fastapi.testclient import TestClient
 
 from reme_core.runtime import STATE_DIR
+from reme_core.server.auth import TOKEN_FILE
+from reme_core.server.serve import Server
 from reme_core.server.workspaces import DEFAULT
+from reme_core.settings import load_settings
+from reme_core.studio import pages
 from reme_core.studio.web import CSP
-from tests.server.api_support import BASE_URL, Served, served
+from tests.server.api_support import BASE_URL, Served, plugins, served
 from tests.studio.support import XSS_NOTE, XSS_TEXT, csrf_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -218,7 +225,7 @@ def test_a_token_bound_to_another_workspace_cannot_read_this_one(api: Served) ->
     client = browser(api, "global_read")
     home = client.get("/")
     assert home.status_code == 200  # it lands on the workspace it may use
-    assert "deploy-checklist.md" not in home.text or "global" in home.text
+    assert '<h1 id="title">global</h1>' in home.text
     assert client.get(f"/studio/browse?path={NOTE}&ws={DEFAULT}").status_code == 403
     assert (
         client.get("/studio/browse?path=digest/wiki/deploy-checklist.md&ws=global").status_code
@@ -347,6 +354,8 @@ def test_search_shows_hits_filters_and_arm_ranks(api: Served) -> None:
     assert "<mark>" in html and "keyword #1" in html
     partial = client.get("/studio/search?q=deploy", headers={"HX-Request": "true"}).text
     assert "<html" not in partial and 'class="hit"' in partial
+    restore = {"HX-Request": "true", "HX-History-Restore-Request": "true"}  # the Back button
+    assert "<html" in client.get("/studio/search?q=deploy", headers=restore).text
     bad = client.get("/studio/search?q=deploy&since=not-a-date")
     assert bad.status_code == 422 and "since" in bad.text
 
@@ -363,7 +372,11 @@ def test_graph_json_is_the_traverse_neighbourhood(api: Served) -> None:
 def test_status_page_polls_and_links_problems(api: Served) -> None:
     client = browser(api)
     html = client.get("/studio/status").text
-    assert 'hx-trigger="every 3s"' in html and 'id="stat-files"' in html
+    # Keyword only: nothing is being embedded, so it refreshes slowly (a status call checks
+    # the index for drift); while vectors are embedded, every 3 seconds.
+    assert 'hx-trigger="every 15s"' in html and 'id="stat-files"' in html
+    assert pages._poll({"vectors": {"state": "building"}}) == 3
+    assert pages._poll({"vectors": {"state": "ready"}}) == 15
     live = client.get("/studio/status/live").text
     assert live.startswith('<div id="live"')
 
@@ -437,3 +450,32 @@ def test_the_token_file_is_never_served(api: Served) -> None:
         response = client.get(url)
         assert response.status_code in (401, 403, 404), url
         assert "sha256" not in response.text
+
+
+def test_serve_prints_a_login_url_that_works(tmp_path: Path) -> None:
+    workspace = copy_example(tmp_path / "ws")
+    settings = load_settings(
+        overrides=[f"workspace={workspace}", "server.port=0"], env=KEYWORD_ONLY_ENV
+    )
+    messages: list[str] = []
+    server = Server(
+        settings,
+        plugins=plugins(),
+        echo=messages.append,
+        log_level="warning",
+        with_mcp=False,
+        with_scheduler=False,
+    )
+    thread = threading.Thread(target=server.run)
+    thread.start()
+    try:
+        assert server.ready.wait(30), messages
+        secret = (workspace / STATE_DIR / TOKEN_FILE).read_text(encoding="utf-8").strip()
+        assert f"studio: {server.url}/?token={secret}" in messages
+        with httpx.Client(base_url=str(server.url), timeout=30) as http:
+            login = http.get(f"/?token={secret}", follow_redirects=False)
+            assert login.status_code == 303 and login.headers["location"] == "/"
+            assert http.get("/").status_code == 200  # the cookie alone
+    finally:
+        server.stop()
+        thread.join(30)

@@ -1,0 +1,224 @@
+"""Keyword-only search beside ReMe 0.4.2 (PyPI `reme-ai==0.4.2.0`), on the same synthetic workspaces.
+
+    python benchmarks/keyword_vs_remeai.py --sizes 1000 10000 --remeai-python /tmp/remeai/bin/python
+        [--baseline-src DIR]   # also measure an older checkout of this project (e.g. `git archive`)
+
+ReMe runs in its own virtual environment (`python -m venv /tmp/remeai && /tmp/remeai/bin/pip
+install 'reme-ai[as]==0.4.2.0'`: its step classes import agentscope; nothing pulls torch) through
+benchmarks/remeai_driver.py. Both sides index a copy of the same workspace (daily/, digest/,
+resource/ notes from benchmarks/synthetic.py), keyword-only: reme with components.embedding and
+components.file_store null, ReMe as its default config ships (no embedding store). Every figure
+comes from fresh processes of this run, so machine noise hits all sides alike:
+
+- build: open + full index + close, from a fresh process; state: bytes under .reme/ (reme) and
+  metadata/ (ReMe) after close;
+- import, open: a fresh process importing the library, then opening the indexed workspace;
+  first search: the first query after that open (what a CLI call pays);
+- p50/p95 over every planted fact's query, three times, after 20 warm-up queries: `search` is the
+  default search with one hop of link expansion (reme `Reme.search(q, limit=5)`; ReMe's `search`
+  step, keyword arm only, expand_links), `keyword` is the same without expansion (reme
+  `expand=False`; ReMe's `bm25_search` step); recall@5 counts the planted answer note;
+- no-op index: `Reme.index()` (reme) / the `index_update` job (ReMe) with nothing changed.
+
+Ratios are reme / ReMe: below 1 is faster or smaller.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from synthetic import generate_workspace  # noqa: E402
+
+KEYWORD_ONLY = ["components.embedding=null", "components.file_store=null"]
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def state_bytes(root: Path) -> int:
+    return sum(p.stat().st_size for p in (root / ".reme").rglob("*") if p.is_file())
+
+
+# -- reme (this project), each mode in a fresh process -----------------------------------------
+
+
+def child_build(workspace: Path) -> dict:
+    started = time.perf_counter()
+    from reme_core.runtime import Reme
+
+    reme = Reme.open(workspace, overrides=KEYWORD_ONLY)
+    reme.index()
+    chunks = reme.catalog.counts()["chunks"]
+    reme.close()
+    return {
+        "build_s": time.perf_counter() - started,
+        "chunks": chunks,
+        "state_bytes": state_bytes(workspace),
+    }
+
+
+def child_query(workspace: Path, queries: list[dict]) -> dict:
+    started = time.perf_counter()
+    from reme_core.runtime import Reme
+
+    imported = time.perf_counter()
+    reme = Reme.open(workspace, overrides=KEYWORD_ONLY)
+    opened = time.perf_counter()
+    reme.search(queries[0]["query"], limit=5)
+    first = time.perf_counter()
+    out: dict = {
+        "import_s": imported - started,
+        "open_s": opened - imported,
+        "first_search_s": first - opened,
+    }
+    for name, expand in (("search", True), ("keyword", False)):
+        for q in queries[:20]:
+            reme.search(q["query"], limit=5, expand=expand)
+        latencies, hits = [], 0
+        for _ in range(3):
+            for q in queries:
+                t0 = time.perf_counter()
+                reme.search(q["query"], limit=5, expand=expand)
+                latencies.append(time.perf_counter() - t0)
+        for q in queries:
+            paths = [h.path for h in reme.search(q["query"], limit=5, expand=expand).hits]
+            hits += q["answer_path"] in paths
+        out[name] = {
+            "p50_ms": percentile(latencies, 0.5) * 1000,
+            "p95_ms": percentile(latencies, 0.95) * 1000,
+            "recall_at_5": hits / len(queries),
+        }
+    t0 = time.perf_counter()
+    reme.index()
+    out["noop_index_s"] = time.perf_counter() - t0
+    reme.close()
+    return out
+
+
+# -- the run -----------------------------------------------------------------------------------
+
+
+def run_child(python: str, args: list[str], env_path: str | None = None) -> dict:
+    env = dict(os.environ)
+    if env_path:
+        env["PYTHONPATH"] = env_path + os.pathsep + env.get("PYTHONPATH", "")
+    out = subprocess.run(
+        [python, *args], check=True, capture_output=True, text=True, env=env, cwd=tempfile.gettempdir()
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def measure_size(size: int, seed: int, args: argparse.Namespace) -> dict:
+    work = Path(tempfile.mkdtemp(prefix=f"reme-vs-remeai-{size}-"))
+    try:
+        source = work / "source"
+        facts = generate_workspace(source, size, seed=seed)
+        queries = work / "queries.json"
+        queries.write_text(json.dumps([asdict(f) for f in facts]), encoding="utf-8")
+        sides: dict[str, dict] = {}
+        plan = [("reme", sys.executable, Path(__file__), None)]
+        if args.baseline_src:
+            plan.append(("before", sys.executable, Path(__file__), args.baseline_src))
+        plan.append(("remeai", args.remeai_python, HERE / "remeai_driver.py", None))
+        for name, python, script, src in plan:
+            ws = work / name
+            shutil.copytree(source, ws)
+            # Files settled for longer than the stat check's racy window (2 s), as between edits.
+            time.sleep(2.5)
+            mode_args = ["--child"] if script == Path(__file__) else []
+            build = run_child(python, [str(script), *mode_args, "build", str(ws)], src)
+            query = run_child(python, [str(script), *mode_args, "query", str(ws), str(queries)], src)
+            sides[name] = {**build, **query}
+        return {"notes": size, "facts": len(facts), **sides}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}x" if b else "-"
+
+
+def print_table(rows: list[dict]) -> None:
+    sides = [s for s in ("reme", "before") if s in rows[0]]
+    print(
+        f"{'notes':>6} {'side':<7} {'chunks':>7} {'build s':>8} {'state MB':>9} {'import s':>9} "
+        f"{'open s':>7} {'1st q s':>8} {'search p50':>11} {'p95':>6} {'kw p50':>7} {'p95':>6} "
+        f"{'R@5':>5} {'no-op idx s':>11}"
+    )
+    for r in rows:
+        for side in [*sides, "remeai"]:
+            s = r[side]
+            kw = s.get("keyword") or s["bm25_search"]
+            print(
+                f"{r['notes']:>6} {side:<7} {s['chunks']:>7} {s['build_s']:>8.2f} "
+                f"{s['state_bytes'] / 1e6:>9.1f} {s['import_s']:>9.3f} {s['open_s']:>7.3f} "
+                f"{s['first_search_s']:>8.3f} {s['search']['p50_ms']:>11.3f} "
+                f"{s['search']['p95_ms']:>6.2f} {kw['p50_ms']:>7.3f} {kw['p95_ms']:>6.2f} "
+                f"{s['search']['recall_at_5']:>5.2f} {s['noop_index_s']:>11.3f}"
+            )
+        for side in sides:
+            s, o = r[side], r["remeai"]
+            print(
+                f"{r['notes']:>6} {side + '/R':<7} {'':>7} {_ratio(s['build_s'], o['build_s']):>8} "
+                f"{_ratio(s['state_bytes'], o['state_bytes']):>9} "
+                f"{_ratio(s['import_s'], o['import_s']):>9} {_ratio(s['open_s'], o['open_s']):>7} "
+                f"{_ratio(s['first_search_s'], o['first_search_s']):>8} "
+                f"{_ratio(s['search']['p50_ms'], o['search']['p50_ms']):>11} "
+                f"{_ratio(s['search']['p95_ms'], o['search']['p95_ms']):>6} "
+                f"{_ratio(s['keyword']['p50_ms'], o['bm25_search']['p50_ms']):>7} "
+                f"{_ratio(s['keyword']['p95_ms'], o['bm25_search']['p95_ms']):>6} {'':>5} "
+                f"{_ratio(s['noop_index_s'], o['noop_index_s']):>11}"
+            )
+    print(
+        "side: reme = this tree, before = --baseline-src, remeai = ReMe "
+        f"{rows[0]['remeai'].get('version', '?')}; X/R rows are ratios to ReMe (below 1: faster"
+    )
+    print(
+        "or smaller). search = default search with link expansion (ReMe: its search step), kw = "
+        "keyword search without expansion (ReMe: bm25_search step); p50/p95 in ms; R@5 = recall@5"
+    )
+    print("of the planted facts' notes with search; 1st q = first search after open.")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--remeai-python", help="python of a venv with reme-ai==0.4.2.0")
+    parser.add_argument("--baseline-src", help="an older source tree of this project to measure too")
+    parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        mode, workspace = args.child[0], Path(args.child[1])
+        if mode == "build":
+            print(json.dumps(child_build(workspace)))
+        else:
+            queries = json.loads(Path(args.child[2]).read_text(encoding="utf-8"))
+            print(json.dumps(child_query(workspace, queries)))
+        return
+    if not args.remeai_python:
+        parser.error("--remeai-python is required (a venv with reme-ai==0.4.2.0 installed)")
+    rows = [measure_size(size, args.seed, args) for size in args.sizes]
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2), encoding="utf-8")
+    print_table(rows)
+
+
+if __name__ == "__main__":
+    main()
