@@ -117,7 +117,12 @@ def run_child(python: str, args: list[str], env_path: str | None = None) -> dict
     if env_path:
         env["PYTHONPATH"] = env_path + os.pathsep + env.get("PYTHONPATH", "")
     out = subprocess.run(
-        [python, *args], check=True, capture_output=True, text=True, env=env, cwd=tempfile.gettempdir()
+        [python, *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tempfile.gettempdir(),
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -141,7 +146,9 @@ def measure_size(size: int, seed: int, args: argparse.Namespace) -> dict:
             time.sleep(2.5)
             mode_args = ["--child"] if script == Path(__file__) else []
             build = run_child(python, [str(script), *mode_args, "build", str(ws)], src)
-            query = run_child(python, [str(script), *mode_args, "query", str(ws), str(queries)], src)
+            query = run_child(
+                python, [str(script), *mode_args, "query", str(ws), str(queries)], src
+            )
             sides[name] = {**build, **query}
         return {"notes": size, "facts": len(facts), **sides}
     finally:
@@ -199,7 +206,9 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--remeai-python", help="python of a venv with reme-ai==0.4.2.0")
-    parser.add_argument("--baseline-src", help="an older source tree of this project to measure too")
+    parser.add_argument(
+        "--baseline-src", help="an older source tree of this project to measure too"
+    )
     parser.add_argument("--json", type=Path, help="also write the rows here")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
