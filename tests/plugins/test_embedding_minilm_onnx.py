@@ -225,7 +225,7 @@ def test_concurrent_first_uses_build_once(tmp_path: Path, monkeypatch: pytest.Mo
     def fake_weights(source: str) -> tuple[dict, BertConfig]:
         return {}, mod.MINILM_CONFIG
 
-    def slow_build(weights: dict, config: BertConfig) -> str:
+    def slow_build(weights: dict, config: BertConfig, **_: object) -> str:
         builds.append(1)
         time.sleep(0.3)
         return "model"
