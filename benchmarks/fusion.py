@@ -7,7 +7,8 @@ Sets: the synthetic workspace's planted facts, asked with their keyword query an
 paraphrase (recall@k: the note holding the fact among the first k distinct notes), and, with
 ``--lme``, LongMemEval_S dev questions at session level (one note per haystack session, its user
 turns, as benchmarks/longmemeval.py builds them; recall_any@k and recall_all@k over sessions;
-abstention and no-evidence questions skipped). Each query is ranked once per arm over 200
+abstention and no-evidence questions skipped) and, with ``--lme-turns``, at turn level (one note
+per user turn; the evidence is the user turns marked ``has_answer``). Each query is ranked once per arm over 200
 candidates; then every fusion method (reme_core.search.fusion.fuse, the code the search engine
 runs) is applied to the same arm rankings, so the rows differ only by fusion. Keyword-only is the
 baseline every row is read against; the last column is the row's worst difference from it.
@@ -75,7 +76,34 @@ def synthetic_sets(notes: int, seed: int, overrides: list[str]) -> dict[str, lis
     return {name: [(r, {answer}, path_of) for r, answer in rows] for name, rows in arms.items()}
 
 
-def lme_set(path: Path, overrides: list[str], limit: int | None) -> list[Row]:
+def write_turns(item: dict, root: Path) -> tuple[dict[str, str], set[str]]:
+    """One note per user turn (dated by its session); note stem -> turn id, and the evidence
+    turns (user turns of evidence sessions marked ``has_answer``)."""
+    from longmemeval import _safe
+
+    owners: dict[str, str] = {}
+    evidence: set[str] = set()
+    answer_sessions = set(item["answer_session_ids"])
+    for sid, date, session in zip(
+        item["haystack_session_ids"], item["haystack_dates"], item["haystack_sessions"], strict=True
+    ):
+        day = date[:10].replace("/", "-")
+        for number, turn in enumerate(session):
+            if turn["role"] != "user":
+                continue
+            turn_id = f"{sid}#{number}"
+            stem = f"{_safe(sid)}-t{number}"
+            note = root / "turns" / f"{stem}.md"
+            note.parent.mkdir(parents=True, exist_ok=True)
+            note.write_text(f"---\ndate: {day}\n---\n{turn['content'].strip()}\n", "utf-8")
+            owners[stem] = turn_id
+            if sid in answer_sessions and turn.get("has_answer"):
+                evidence.add(turn_id)
+    return owners, evidence
+
+
+def lme_set(path: Path, overrides: list[str], limit: int | None, turns: bool = False) -> list[Row]:
+    """Per question: each arm's ranking over its haystack, as sessions or as user turns."""
     from bench_plugins import memoised_plugins
     from longmemeval import load, skipped, write_sessions
 
@@ -92,14 +120,19 @@ def lme_set(path: Path, overrides: list[str], limit: int | None) -> list[Row]:
     for number, item in enumerate(items, start=1):
         root = Path(tempfile.mkdtemp(prefix="reme-fusion-lme-"))
         try:
-            ids = write_sessions(item, root)
+            if turns:
+                ids, answers = write_turns(item, root)
+            else:
+                ids, answers = write_sessions(item, root), set(item["answer_session_ids"])
+            if not answers:
+                continue
             with Reme.open(root, overrides=memo, plugins=plugins, env={}) as reme:
                 reme.index()
                 arms = reme.searcher.rank_arms(item["question"], CANDIDATES)
                 found = [cid for hits in arms.values() for cid, _ in hits]
                 chunks = reme.catalog.chunks(found)
-                session_of = {cid: ids[Path(c.path).stem] for cid, c in chunks.items()}
-            rows.append((arms, set(item["answer_session_ids"]), session_of))
+                owner_of = {cid: ids[Path(c.path).stem] for cid, c in chunks.items()}
+            rows.append((arms, answers, owner_of))
         finally:
             shutil.rmtree(root, ignore_errors=True)
         if number % 10 == 0:
@@ -132,6 +165,9 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--lme", type=Path, default=None, help="a LongMemEval file")
     parser.add_argument("--lme-limit", type=int, default=None, help="first N scored questions")
+    parser.add_argument(
+        "--lme-turns", action="store_true", help="also rank user turns (one note per turn)"
+    )
     args = parser.parse_args()
 
     overrides = ["components.file_store.name=local", f"components.embedding.name={args.embedding}"]
@@ -141,6 +177,9 @@ def main() -> None:
     }
     if args.lme:
         sets["LongMemEval sessions"] = (lme_set(args.lme, overrides, args.lme_limit), True)
+        if args.lme_turns:
+            rows = lme_set(args.lme, overrides, args.lme_limit, turns=True)
+            sets["LongMemEval turns"] = (rows, True)
 
     weights = [float(w) for w in args.weights.split(",")]
     configs: list[tuple[str, str, float]] = [

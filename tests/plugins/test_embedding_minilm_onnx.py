@@ -21,9 +21,9 @@ from scipy.special import erf
 
 from reme_core.errors import EmbeddingError
 from reme_core.plugins import Plugins
+from reme_core.testing.embedding import EmbeddingConformance
 from reme_plugins import embedding_minilm_onnx as mod
 from reme_plugins.embedding_minilm_onnx import BertConfig, MiniLMOnnxEmbedding
-from tests.conformance.embedding import EmbeddingConformance
 
 SENTENCES = [
     "The quick brown fox jumps over the lazy dog.",

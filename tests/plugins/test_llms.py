@@ -23,11 +23,11 @@ from reme_core.components import ComponentContext, Llm
 from reme_core.errors import ConfigError, LlmError
 from reme_core.plugins import Plugins, load_plugins
 from reme_core.runtime import Reme
+from reme_core.testing.llm import MESSAGES, VALID, LlmConformance, Person
 from reme_plugins import llm_openai, llm_scripted
 from reme_plugins.llm_cached import CachedLlm
 from reme_plugins.llm_openai import OpenAILlm, extract_json
 from reme_plugins.llm_scripted import ScriptedLlm
-from tests.conformance.llm import MESSAGES, VALID, LlmConformance, Person
 from tests.fake_llm import RecordingLlm, plugins_with, write_script
 from tests.fake_openai_server import ScriptedServer, Send
 

@@ -11,9 +11,9 @@ from pydantic import ValidationError
 from reme_core.components import ComponentContext
 from reme_core.errors import PluginError, RemeError
 from reme_core.plugins import Plugins
+from reme_core.testing.tag_index import TagIndexConformance
 from reme_plugins import tag_sqlite
 from reme_plugins.tag_sqlite import SqliteTagIndex, normalise_tag
-from tests.conformance.tag_index import TagIndexConformance
 
 
 def _context(tmp_path: Path) -> ComponentContext:

@@ -29,9 +29,9 @@ from reme_core.components import ComponentContext, VectorRecord
 from reme_core.errors import ConfigError, EmbeddingError, PluginError, RemeError, StoreBusyError
 from reme_core.plugins import Plugins
 from reme_core.schema import SearchFilters
+from reme_core.testing.vector_store import VectorStoreConformance
 from reme_plugins import vector_chromadb
 from reme_plugins.vector_chromadb import ChromaFileStore, ChromaStoreError
-from tests.conformance.vector_store import VectorStoreConformance
 
 chromadb = pytest.importorskip(
     "chromadb", reason="chromadb is not installed (pip install 'reme[chromadb]')"

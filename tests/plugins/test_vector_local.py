@@ -13,9 +13,9 @@ from reme_core.components import ComponentContext, VectorRecord
 from reme_core.errors import PluginError, RemeError
 from reme_core.plugins import Plugins
 from reme_core.schema import SearchFilters
+from reme_core.testing.vector_store import DIM, MODEL, VectorStoreConformance, unit
 from reme_plugins import vector_local
 from reme_plugins.vector_local import LocalFileStore
-from tests.conformance.vector_store import DIM, MODEL, VectorStoreConformance, unit
 
 
 def _context(state_dir: Path) -> ComponentContext:

@@ -16,10 +16,10 @@ from reme_core.components import ComponentContext, VectorRecord
 from reme_core.errors import PluginError, RemeError, StoreBusyError
 from reme_core.plugins import Plugins
 from reme_core.schema import SearchFilters
+from reme_core.testing.vector_store import DIM, MODEL, REPO_ROOT, VectorStoreConformance, unit
 from reme_plugins import vector_zvec
 from reme_plugins.vector_filters import encode_tag, zvec_plan
 from reme_plugins.vector_zvec import ZvecFileStore, _decode_tag
-from tests.conformance.vector_store import DIM, MODEL, REPO_ROOT, VectorStoreConformance, unit
 
 
 def _context(state_dir: Path) -> ComponentContext:

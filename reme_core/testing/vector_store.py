@@ -372,7 +372,7 @@ class VectorStoreConformance:
             sys.path.insert(0, {str(REPO_ROOT)!r})
             from pathlib import Path
             from reme_core.components import ComponentContext, VectorRecord
-            from tests.conformance.vector_store import vector_for
+            from reme_core.testing.vector_store import vector_for
             mod, cls = {self.store_class!r}.split(":")
             Store = getattr(importlib.import_module(mod), cls)
             state = Path({str(state_dir)!r})
