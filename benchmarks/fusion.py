@@ -102,6 +102,16 @@ def write_turns(item: dict, root: Path) -> tuple[dict[str, str], set[str]]:
     return owners, evidence
 
 
+_PLUGINS: list = []
+
+
+def _memo_plugins(make):  # type: ignore[no-untyped-def]
+    """One memoised plugin set per process (it registers its twins under a fixed name)."""
+    if not _PLUGINS:
+        _PLUGINS.append(make())
+    return _PLUGINS[0]
+
+
 def lme_set(path: Path, overrides: list[str], limit: int | None, turns: bool = False) -> list[Row]:
     """Per question: each arm's ranking over its haystack, as sessions or as user turns."""
     from bench_plugins import memoised_plugins
@@ -109,7 +119,7 @@ def lme_set(path: Path, overrides: list[str], limit: int | None, turns: bool = F
 
     from reme_core.runtime import Reme
 
-    plugins = memoised_plugins()
+    plugins = _memo_plugins(memoised_plugins)
     memo = [
         o.replace("components.embedding.name=", "components.embedding.name=memo_")
         for o in overrides

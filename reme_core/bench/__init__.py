@@ -28,6 +28,7 @@ from reme_core.bench.configs import (
     with_llm_cache,
 )
 from reme_core.bench.manifest import (
+    ComponentPin,
     DatasetFile,
     GitState,
     Manifest,
@@ -74,6 +75,7 @@ __all__ = [
     "RESULT_JSON",
     "RESULT_MARKDOWN",
     "BenchUsage",
+    "ComponentPin",
     "DatasetFile",
     "GitState",
     "Manifest",

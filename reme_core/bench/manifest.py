@@ -12,6 +12,7 @@ between a recorded run and this machine.
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import platform
 import subprocess
 import sys
@@ -25,14 +26,33 @@ from pydantic import BaseModel, Field
 
 import reme_core
 from reme_core.pipelines.search import SEARCH_PIPELINE
+from reme_core.plugin_sources import PluginSource
 from reme_core.plugins import Plugins
-from reme_core.settings import Settings, redacted
+from reme_core.settings import Settings, component_selections, redacted
+
+FIXTURE_KEYWORD = "reme-test-fixture"
+"""A distribution whose metadata lists this keyword is a test fixture (tests/plugin_example):
+installed to test plugin loading, never part of a benchmark's plugin set."""
 
 
 class PluginPin(BaseModel):
     """One plugin distribution (``version`` is None for a module registered directly)."""
 
     distribution: str
+    version: str | None = None
+    source: PluginSource | None = None
+    """Where it was installed from, with the commit of a folder or VCS install (None: recorded
+    before sources were)."""
+
+
+class ComponentPin(BaseModel):
+    """One selected component or pipeline step and the distribution that registered it."""
+
+    selection: str
+    """Its config path: ``components.embedding``, ``pipelines.search.steps[0]``, ..."""
+    kind: str
+    name: str
+    distribution: str | None = None
     version: str | None = None
 
 
@@ -69,6 +89,8 @@ class Manifest(BaseModel):
     """Everything a run's figures depend on, besides the code of the plugins themselves."""
 
     plugins: list[PluginPin] = Field(default_factory=list)
+    components: list[ComponentPin] | None = None
+    """Every selected component and step with its provider (None: recorded before this field)."""
     config: dict[str, Any] = Field(default_factory=dict)
     """The effective settings (``redacted``), workspace left out: each item gets its own."""
     search_pipeline: SearchPipeline | None = None
@@ -104,6 +126,7 @@ def build_manifest(
     """
     return Manifest(
         plugins=plugin_pins(plugins),
+        components=component_pins(settings, plugins),
         config=config_dump(settings),
         search_pipeline=search_pipeline(settings, plugins),
         config_name=config_name,
@@ -115,11 +138,41 @@ def build_manifest(
 
 
 def plugin_pins(plugins: Plugins) -> list[PluginPin]:
-    """Every loaded plugin distribution with its version, the shipped defaults included."""
+    """Every loaded plugin distribution with its version and source, the shipped defaults
+    included, test fixtures left out."""
     return [
-        PluginPin(distribution=info.name, version=info.version)
+        PluginPin(distribution=info.name, version=info.version, source=info.source)
         for info in plugins.describe(include_defaults=True)
+        if not is_fixture(info.name)
     ]
+
+
+def is_fixture(distribution: str) -> bool:
+    """Whether ``distribution`` declares itself a test fixture (``FIXTURE_KEYWORD``)."""
+    try:
+        metadata = importlib.metadata.metadata(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    keywords = metadata.get("Keywords") or ""
+    return FIXTURE_KEYWORD in {k.strip() for k in keywords.replace(",", " ").split()}
+
+
+def component_pins(settings: Settings, plugins: Plugins) -> list[ComponentPin]:
+    """Each selected component and pipeline step, with the distribution providing it."""
+    pins = []
+    for kind, path, selection in component_selections(settings):
+        registry = plugins.registry(kind)
+        entry = registry.entry(selection.name) if selection.name in registry else None
+        pins.append(
+            ComponentPin(
+                selection=path,
+                kind=kind,
+                name=selection.name,
+                distribution=entry.distribution if entry else None,
+                version=entry.version if entry else None,
+            )
+        )
+    return pins
 
 
 def search_pipeline(
@@ -193,6 +246,7 @@ def diff_manifests(recorded: Manifest, current: Manifest) -> list[str]:
     versions and the config are what decide the figures.
     """
     lines = _diff_plugins(recorded.plugins, current.plugins)
+    lines += _diff_components(recorded.components, current.components)
     if recorded.config_name != current.config_name:
         lines.append(f"config name: {recorded.config_name} -> {current.config_name}")
     if recorded.overrides != current.overrides:
@@ -230,7 +284,49 @@ def _diff_plugins(recorded: list[PluginPin], current: list[PluginPin]) -> list[s
             lines.append(f"plugin {after.distribution} {after.version}: installed, not recorded")
         elif before.version != after.version:
             lines.append(f"plugin {after.distribution}: {before.version} -> {after.version}")
+        elif _revision(before) and _revision(after) and _revision(before) != _revision(after):
+            # The same version from another commit: its code may differ. (Where it lives, the
+            # URL, differs between machines and is not compared.)
+            lines.append(
+                f"plugin {after.distribution}: revision {_revision(before)} -> {_revision(after)}"
+            )
     return lines
+
+
+def _revision(pin: PluginPin) -> str | None:
+    if pin.source is None or pin.source.revision is None:
+        return None
+    return pin.source.revision[:12] + ("+dirty" if pin.source.dirty else "")
+
+
+def _diff_components(
+    recorded: list[ComponentPin] | None, current: list[ComponentPin] | None
+) -> list[str]:
+    if recorded is None or current is None:
+        return []  # recorded before the field existed: the config and plugin list still compare
+    old = {p.selection: p for p in recorded}
+    new = {p.selection: p for p in current}
+    lines = []
+    for key in sorted(old.keys() | new.keys()):
+        before, after = old.get(key), new.get(key)
+        if (
+            before is None
+            or after is None
+            or (before.name, before.distribution, before.version)
+            != (
+                after.name,
+                after.distribution,
+                after.version,
+            )
+        ):
+            lines.append(f"{key}: {_pin_text(before)} -> {_pin_text(after)}")
+    return lines
+
+
+def _pin_text(pin: ComponentPin | None) -> str:
+    if pin is None:
+        return "<absent>"
+    return f"{pin.kind} {pin.name} from {pin.distribution} {pin.version}"
 
 
 def _diff_search_pipeline(

@@ -9,6 +9,7 @@ folder and compares the headline figures.
 from __future__ import annotations
 
 import math
+import shlex
 from pathlib import Path
 
 import click
@@ -59,8 +60,13 @@ def reproduce_command(result: Path, dry_run: bool, out: Path | None) -> None:
     if differences:
         for line in differences:
             click.echo(f"differs: {line}")
+        # As `reme plugins --requirements` writes them: a folder or VCS install by its source.
         pins = " ".join(
-            f"{p.distribution}=={p.version}" for p in recorded.manifest.plugins if p.version
+            shlex.quote(p.source.requirement(p.distribution, p.version))
+            if p.source
+            else f"{p.distribution}=={p.version}"
+            for p in recorded.manifest.plugins
+            if p.version
         )
         raise ReproduceError(
             f"{len(differences)} difference{'s' * (len(differences) > 1)} from the recorded run; "

