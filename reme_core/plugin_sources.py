@@ -9,6 +9,7 @@ into benchmark manifests so a changed plugin is a difference, not a note.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 from pathlib import Path
@@ -29,10 +30,13 @@ class PluginSource(BaseModel):
     editable: bool = False
     revision: str | None = None
     """The commit: from pip's record for a VCS install; for a local folder in a git checkout,
-    the last commit that changed that folder (so commits elsewhere in the repository leave it
-    alone); None when it is not a checkout."""
+    the last commit that changed that folder's files, its ``results/`` aside (so commits
+    elsewhere in the repository leave it alone); None when it is not a checkout."""
     dirty: bool | None = None
     """For a local checkout: tracked files differ from ``revision``."""
+    tree: str | None = None
+    """For a local checkout: a hash of the folder's committed content (its ``results/`` aside),
+    the same in every clone and after a rebase, where commit ids are not."""
 
     def requirement(self, name: str, version: str | None) -> str:
         """A line pip installs the same distribution from."""
@@ -66,8 +70,10 @@ def source_of(dist: Any) -> PluginSource:
     if "dir_info" in record:
         editable = bool((record["dir_info"] or {}).get("editable"))
         folder = _local_folder(url)
-        revision, dirty = _checkout_state(folder) if folder is not None else (None, None)
-        return PluginSource(kind="path", url=url, editable=editable, revision=revision, dirty=dirty)
+        revision, dirty, tree = _checkout_state(folder) if folder is not None else (None,) * 3
+        return PluginSource(
+            kind="path", url=url, editable=editable, revision=revision, dirty=dirty, tree=tree
+        )
     return PluginSource(kind="archive", url=url)
 
 
@@ -78,15 +84,29 @@ def _local_folder(url: str) -> Path | None:
     return Path(unquote(parsed.path))
 
 
-def _checkout_state(folder: Path) -> tuple[str | None, bool | None]:
-    """The git revision and dirty flag of ``folder``'s checkout (of the folder's own files)."""
+def _checkout_state(folder: Path) -> tuple[str | None, bool | None, str | None]:
+    """The git revision, dirty flag and content hash of ``folder``'s checkout (of the folder's
+    own files)."""
     if not folder.is_dir():
-        return None, None
-    revision = _git(folder, "log", "-1", "--format=%H", "--", ".")
+        return None, None, None
+    # Committed benchmark results (results/) are the plugin's output, not its code: committing
+    # them must not make the runs they came from look like another revision's.
+    files = ["--", ".", ":(exclude)results"]
+    revision = _git(folder, "log", "-1", "--format=%H", *files)
     if not revision:
-        return None, None
-    status = _git(folder, "status", "--porcelain", "--untracked-files=no", "--", ".")
-    return revision, bool(status)
+        return None, None, None
+    status = _git(folder, "status", "--porcelain", "--untracked-files=no", *files)
+    return revision, bool(status), _tree_hash(folder)
+
+
+def _tree_hash(folder: Path) -> str | None:
+    """sha256 of the folder's entries at HEAD (mode, type, object id, name), ``results`` left
+    out: equal content gives an equal hash whatever the commit."""
+    listing = _git(folder, "ls-tree", "HEAD", ".")
+    if listing is None:
+        return None
+    kept = [line for line in listing.splitlines() if line.split("\t")[-1].rstrip("/") != "results"]
+    return hashlib.sha256("\n".join(kept).encode()).hexdigest()
 
 
 def _git(folder: Path, *args: str) -> str | None:

@@ -294,9 +294,15 @@ def _diff_plugins(recorded: list[PluginPin], current: list[PluginPin]) -> list[s
 
 
 def _revision(pin: PluginPin) -> str | None:
-    if pin.source is None or pin.source.revision is None:
+    """What identifies the plugin's code: its folder's content hash (stable across clones and
+    rebases), else the commit; None when neither is known."""
+    source = pin.source
+    if source is None:
         return None
-    return pin.source.revision[:12] + ("+dirty" if pin.source.dirty else "")
+    identity = source.tree or source.revision
+    if identity is None:
+        return None
+    return identity[:12] + ("+dirty" if source.dirty else "")
 
 
 def _diff_components(
