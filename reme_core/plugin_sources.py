@@ -9,6 +9,7 @@ into benchmark manifests so a changed plugin is a difference, not a note.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import subprocess
@@ -20,6 +21,11 @@ from pydantic import BaseModel
 
 SourceKind = Literal["index", "path", "vcs", "archive"]
 
+NOT_CODE = ("results", "tests", "*.md")
+"""What a folder's identity leaves out: committed benchmark results (the plugin's output:
+committing them must not make the runs they came from look like another revision's), its tests
+and its Markdown (neither changes what the plugin computes)."""
+
 
 class PluginSource(BaseModel):
     """How one distribution was installed."""
@@ -30,12 +36,12 @@ class PluginSource(BaseModel):
     editable: bool = False
     revision: str | None = None
     """The commit: from pip's record for a VCS install; for a local folder in a git checkout,
-    the last commit that changed that folder's files, its ``results/`` aside (so commits
+    the last commit that changed that folder's code (``NOT_CODE`` aside) (so commits
     elsewhere in the repository leave it alone); None when it is not a checkout."""
     dirty: bool | None = None
     """For a local checkout: tracked files differ from ``revision``."""
     tree: str | None = None
-    """For a local checkout: a hash of the folder's committed content (its ``results/`` aside),
+    """For a local checkout: a hash of the folder's committed code (``NOT_CODE`` aside),
     the same in every clone and after a rebase, where commit ids are not."""
 
     def requirement(self, name: str, version: str | None) -> str:
@@ -89,9 +95,7 @@ def _checkout_state(folder: Path) -> tuple[str | None, bool | None, str | None]:
     own files)."""
     if not folder.is_dir():
         return None, None, None
-    # Committed benchmark results (results/) are the plugin's output, not its code: committing
-    # them must not make the runs they came from look like another revision's.
-    files = ["--", ".", ":(exclude)results"]
+    files = ["--", ".", *(f":(exclude){pattern}" for pattern in NOT_CODE)]
     revision = _git(folder, "log", "-1", "--format=%H", *files)
     if not revision:
         return None, None, None
@@ -100,13 +104,19 @@ def _checkout_state(folder: Path) -> tuple[str | None, bool | None, str | None]:
 
 
 def _tree_hash(folder: Path) -> str | None:
-    """sha256 of the folder's entries at HEAD (mode, type, object id, name), ``results`` left
-    out: equal content gives an equal hash whatever the commit."""
-    listing = _git(folder, "ls-tree", "HEAD", ".")
+    """sha256 of the folder's files at HEAD (mode, object id, path), ``NOT_CODE`` left out:
+    equal content gives an equal hash whatever the commit."""
+    listing = _git(folder, "ls-tree", "-r", "HEAD", ".")
     if listing is None:
         return None
-    kept = [line for line in listing.splitlines() if line.split("\t")[-1].rstrip("/") != "results"]
+    kept = [line for line in listing.splitlines() if not _not_code(line.split("\t", 1)[-1])]
     return hashlib.sha256("\n".join(kept).encode()).hexdigest()
+
+
+def _not_code(path: str) -> bool:
+    """Whether ``path`` (relative to the folder) matches ``NOT_CODE`` as git's pathspecs do."""
+    top = path.split("/", 1)[0]
+    return top in NOT_CODE or any(fnmatch.fnmatchcase(path, p) for p in NOT_CODE if "*" in p)
 
 
 def _git(folder: Path, *args: str) -> str | None:
