@@ -30,11 +30,12 @@ def test_parse_date() -> None:
         parse_date("May 30")
 
 
-def test_sessions_in_time_order_without_those_after_the_question() -> None:
+def test_sessions_in_time_order_with_those_after_the_question() -> None:
     item = load_items(FIXTURES / "longmemeval_s_tiny.json")[0]
-    sessions, dropped = item.sessions()
-    assert [s.id for s in sessions] == ["hike_1", "pasta_2", "answer_dog_1"]
-    assert dropped == 1  # late_3 is dated 2023/06/10, after the question
+    sessions, later = item.sessions()
+    # late_3 is dated 2023/06/10, after the question: counted, and kept as upstream keeps it.
+    assert [s.id for s in sessions] == ["hike_1", "pasta_2", "answer_dog_1", "late_3"]
+    assert later == 1
 
 
 def test_evidence_follows_the_official_rules() -> None:
@@ -42,7 +43,13 @@ def test_evidence_follows_the_official_rules() -> None:
     found = evidence(dog, dog.sessions()[0])
     assert found.sessions == ["answer_dog_1"]
     assert found.turns == ["answer_dog_1_3"]  # the third turn, counting assistant turns
-    assert found.turn_corpus == ["hike_1_1", "pasta_2_1", "answer_dog_1_1", "answer_dog_1_3"]
+    assert found.turn_corpus == [
+        "hike_1_1",
+        "pasta_2_1",
+        "answer_dog_1_1",
+        "answer_dog_1_3",
+        "late_3_1",
+    ]
     assert found.skip is None
     trips_found = evidence(trips, trips.sessions()[0])
     assert trips_found.sessions == ["answer_trip_1", "answer_trip_3"]

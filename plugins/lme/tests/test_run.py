@@ -32,7 +32,7 @@ def test_smoke_run_in_raw_mode(cli: click.Group, data: Path, tmp_path: Path) -> 
     saved = RunResult.read(out)
     assert [i["id"] for i in saved.items] == ["q_dog", "q_trips"]
     dog, trips = saved.items
-    assert dog["error"] is None and dog["dropped_sessions"] == 1  # late_3 is after the question
+    assert dog["error"] is None and dog["sessions_after_question"] == 1  # late_3, kept
     assert dog["top_sessions"][0] == "answer_dog_1"
     assert dog["metrics"]["session_recall_any@1"] == 1.0
     # One note chunk holds both user turns of the session: its turns rank in line order.
@@ -123,7 +123,8 @@ def test_memory_mode_without_a_model_scores_the_excerpt_notes(
     result = invoke(cli, *args)
     assert result.exit_code == 0, result.output
     dog, trips = RunResult.read(tmp_path / "m").items
-    assert dog["error"] is None and dog["metrics"]["session_recall_any@1"] == 1.0
+    # late_3 (after the question, kept as upstream keeps it) also names Rex the beagle.
+    assert dog["error"] is None and dog["metrics"]["session_recall_any@3"] == 1.0
     assert trips["metrics"]["session_recall_all@3"] == 1.0
 
 

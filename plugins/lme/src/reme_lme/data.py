@@ -85,8 +85,9 @@ class Item(BaseModel):
         return parse_date(self.question_date)
 
     def sessions(self) -> tuple[list[Session], int]:
-        """Haystack sessions in time order (stable for equal times), without those dated after
-        the question; and how many were dropped for that."""
+        """Every haystack session in time order (stable for equal times), and how many are dated
+        after the question. Those stay: the official retrieval protocol indexes the whole
+        haystack (dropping them cost one dev50 question all of its evidence)."""
         asked = self.asked
         sessions = [
             Session(id=sid, date=parse_date(date), turns=turns)
@@ -94,8 +95,8 @@ class Item(BaseModel):
                 self.haystack_session_ids, self.haystack_dates, self.haystack_sessions, strict=True
             )
         ]
-        kept = sorted((s for s in sessions if s.date <= asked), key=lambda s: s.date)
-        return kept, len(sessions) - len(kept)
+        later = sum(1 for s in sessions if s.date > asked)
+        return sorted(sessions, key=lambda s: s.date), later
 
 
 def parse_date(text: str) -> dt.datetime:

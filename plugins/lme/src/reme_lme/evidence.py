@@ -5,8 +5,8 @@ correct when it comes from an evidence session and, at turn level, the turn has 
 evidence session without a user turn marked ``has_answer`` is renamed ``noans`` and is not
 correct. A question with no correct id is skipped, as are abstention questions (``_abs``).
 
-Here the corpus is the sessions kept for the run (those dated after the question are dropped
-first). Items with no ``has_answer`` label at all (other releases) are scored at session level
+Here the corpus is every haystack session, as upstream (sessions dated after the question
+included). Items with no ``has_answer`` label at all (other releases) are scored at session level
 on ``answer_session_ids``, and not at turn level.
 """
 

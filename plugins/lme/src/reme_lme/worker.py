@@ -55,7 +55,7 @@ def score_item(item: Item | ItemRef, options: Options) -> dict[str, Any]:
     """
     if isinstance(item, ItemRef):
         item = item.load()
-    sessions, dropped = item.sessions()
+    sessions, later = item.sessions()
     wanted = evidence(item, sessions)
     root = Path(tempfile.mkdtemp(prefix="reme-lme-"))
     settings = Settings.model_validate(options.config).model_copy(update={"workspace": root})
@@ -93,7 +93,7 @@ def score_item(item: Item | ItemRef, options: Options) -> dict[str, Any]:
                 "metrics": metrics,
                 "skip": wanted.skip,
                 "sessions": len(sessions),
-                "dropped_sessions": dropped,
+                "sessions_after_question": later,
                 "evidence": wanted.sessions,
                 "top_sessions": session_rank[:10],
                 "top_turns": turn_rank[:10],
