@@ -194,9 +194,32 @@ class _NoBar:
         pass
 
 
+class _LogBar:
+    """Progress for a log file or a pipe, where a redrawn bar is a wall of carriage returns: one
+    plain line at each tenth of the items and at the end."""
+
+    def __init__(self, total: int, initial: int, desc: str):
+        self.total, self.done, self.desc = total, initial, desc
+        self.started = time.monotonic()
+        self.shown = -1
+
+    def update(self, n: int) -> None:
+        self.done += n
+        tenth = self.done * 10 // max(1, self.total)
+        if tenth != self.shown:
+            self.shown = tenth
+            elapsed = time.monotonic() - self.started
+            print(f"{self.desc}: {self.done}/{self.total} ({elapsed:.0f} s)", file=sys.stderr)
+
+    def close(self) -> None:
+        pass
+
+
 def _bar(total: int, initial: int, desc: str, enabled: bool) -> Any:
     if not enabled:
         return _NoBar()
+    if not sys.stderr.isatty():
+        return _LogBar(total, initial, desc)
     from tqdm import tqdm
 
     return tqdm(total=total, initial=initial, desc=desc, file=sys.stderr, dynamic_ncols=True)

@@ -60,3 +60,13 @@ def test_unsafe_ids_become_distinct_file_names(tmp_path: Path) -> None:
     assert [r["id"] for r in rows] == ["100K/1", "100K_1"]
     assert item_path(tmp_path, "100K/1") != item_path(tmp_path, "100K_1")
     assert len(list((tmp_path / "items").glob("*.json"))) == 2
+
+
+def test_progress_off_a_terminal_is_plain_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    # Under pytest stderr is not a terminal, as in a CI log or `2> run.log`.
+    run_items(ITEMS, square, out_dir=tmp_path, workers=1, progress=True, desc="toy")
+    lines = capsys.readouterr().err.splitlines()
+    assert lines and all(line.startswith("toy: ") for line in lines)
+    assert "\r" not in "".join(lines) and lines[-1].startswith(f"toy: {len(ITEMS)}/{len(ITEMS)} (")
