@@ -103,10 +103,15 @@ def compare_figures(recorded: dict[str, float], redone: dict[str, float]) -> lis
 
 
 def _current_manifest(root: click.Command, command: list[str]) -> Manifest:
-    """The manifest the recorded command would record now, without running its work."""
+    """The manifest the recorded command would record now, without running its work. It gets
+    a scratch ``--out`` (a compare records its runs' commands without theirs, and what a run
+    prepares before its checkpoint must not land beside the recorded result)."""
+    import tempfile
+
     try:
-        with capture_manifest():
-            code = root.main(args=list(command), prog_name="reme", standalone_mode=False)
+        with tempfile.TemporaryDirectory(prefix="reme-reproduce-") as scratch, capture_manifest():
+            args = [*command, "--out", str(Path(scratch) / "out")]
+            code = root.main(args=args, prog_name="reme", standalone_mode=False)
     except ManifestCaptured as captured:
         return captured.manifest
     except click.ClickException as exc:
