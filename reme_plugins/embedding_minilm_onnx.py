@@ -38,7 +38,6 @@ import importlib.metadata
 import json
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -50,11 +49,10 @@ from reme_core.components import ComponentContext, ComponentSettings, Embedding
 from reme_core.errors import EmbeddingError
 from reme_plugins.onnx_encoder import (
     BertConfig,
+    OnnxRunner,
     build_model,
     built_model,
     cache_root,
-    cores,
-    open_session,
     recorded_sha256,
     save_model,
     sha256_of,
@@ -102,12 +100,11 @@ class MiniLMOnnxEmbedding(Embedding):
         self, settings: ComponentSettings | None = None, context: ComponentContext | None = None
     ):
         super().__init__(settings, context)
-        self._lock = threading.Lock()  # loading and closing
+        self._lock = threading.Lock()  # loading the tokenizer
         self._batch_lock = threading.Lock()  # one passage batch at a time (it uses every core)
-        self._session: Any = None
+        self._runner = OnnxRunner(self.model_path, self.settings.threads, "minilm-onnx")
         self._tokenizer: Any = None
         self._counter: Any = None
-        self._pool: ThreadPoolExecutor | None = None
 
     @property
     def model_id(self) -> str:
@@ -143,14 +140,14 @@ class MiniLMOnnxEmbedding(Embedding):
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, DIM), dtype=np.float32)
-        session = self._load()
+        session = self._runner.session()
         tokenizer = self._tokenizers()[0]
         encodings = tokenizer.encode_batch([_clean(t) for t in texts])
         ids = [np.asarray(e.ids, dtype=np.int64) for e in encodings]
         batches = list(_batches(ids, 1 if self.settings.quantize else self.settings.batch_size))
         out = np.empty((len(texts), DIM), dtype=np.float32)
         with self._batch_lock:
-            pool = self._workers()
+            pool = self._runner.workers()
             for rows, vectors in zip(
                 (rows for rows, _ in batches),
                 pool.map(lambda batch: _run(session, batch[1]), batches),
@@ -160,18 +157,14 @@ class MiniLMOnnxEmbedding(Embedding):
         return _checked(out, len(texts))
 
     def embed_query(self, text: str) -> np.ndarray:
-        session = self._load()
+        session = self._runner.session()
         encoding = self._tokenizers()[0].encode(_clean(text))
         vector = _run(session, [np.asarray(encoding.ids, dtype=np.int64)])
         return _checked(vector, 1)[0]
 
     def close(self) -> None:
         """Drop the session and the worker threads; the next call loads them again."""
-        with self._lock:
-            self._session = None
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True)
+        self._runner.close()
 
     # -- internals ---------------------------------------------------------------------------
 
@@ -185,15 +178,6 @@ class MiniLMOnnxEmbedding(Embedding):
             else None,
         )
 
-    def _load(self) -> Any:
-        session = self._session
-        if session is not None:
-            return session
-        with self._lock:
-            if self._session is None:
-                self._session = open_session(self.model_path(), threads=1)
-            return self._session
-
     def _tokenizers(self) -> tuple[Any, Any]:
         """(truncating, counting) tokenizers; both from the shipped ``tokenizer.json``."""
         if self._counter is None:
@@ -202,13 +186,6 @@ class MiniLMOnnxEmbedding(Embedding):
                     self._tokenizer = load_tokenizer(truncate=True)
                     self._counter = load_tokenizer(truncate=False)
         return self._tokenizer, self._counter
-
-    def _workers(self) -> ThreadPoolExecutor:
-        with self._lock:
-            if self._pool is None:
-                threads = self.settings.threads or cores()
-                self._pool = ThreadPoolExecutor(threads, thread_name_prefix="minilm-onnx")
-            return self._pool
 
 
 # -- tokenizer ---------------------------------------------------------------------------------

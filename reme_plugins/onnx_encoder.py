@@ -14,7 +14,9 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +49,45 @@ class BertConfig:
             eps=float(data["layer_norm_eps"]),
             max_positions=int(data["max_position_embeddings"]),
         )
+
+
+class OnnxRunner:
+    """An embedding's onnxruntime session (one thread per run, shared by every caller: a
+    session's ``run`` may be called from several threads at once and releases the GIL) and its
+    worker threads for passage batches, both made on first use and dropped by ``close``."""
+
+    def __init__(self, model_path: Callable[[], Path], threads: int | None, name: str):
+        self._model_path = model_path
+        self._threads = threads
+        self._name = name
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self._pool: ThreadPoolExecutor | None = None
+
+    def session(self) -> Any:
+        session = self._session
+        if session is not None:
+            return session
+        with self._lock:
+            if self._session is None:
+                self._session = open_session(self._model_path(), threads=1)
+            return self._session
+
+    def workers(self) -> ThreadPoolExecutor:
+        """``threads`` workers (None: one per core) for spreading a batch's runs."""
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(
+                    self._threads or cores(), thread_name_prefix=self._name
+                )
+            return self._pool
+
+    def close(self) -> None:
+        with self._lock:
+            self._session = None
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
 
 
 def cores() -> int:
