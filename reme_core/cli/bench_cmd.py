@@ -11,19 +11,14 @@ from __future__ import annotations
 import math
 import shlex
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from reme_core.bench import (
-    RESULT_JSON,
-    Manifest,
-    ManifestCaptured,
-    RunResult,
-    capture_manifest,
-    diff_manifests,
-    environment_notes,
-)
 from reme_core.errors import RemeError
+
+if TYPE_CHECKING:
+    from reme_core.bench import Manifest
 
 TOLERANCE = 1e-9
 """Figures closer than this count as equal (floating-point sums in another order)."""
@@ -48,6 +43,9 @@ def bench_group() -> None:
 )
 def reproduce_command(result: Path, dry_run: bool, out: Path | None) -> None:
     """Check the installed plugins, config and datasets against RESULT's manifest; rerun it."""
+    # Imported here: reme_core.bench is a quarter of a second that `reme --help` need not pay.
+    from reme_core.bench import RESULT_JSON, RunResult, diff_manifests, environment_notes
+
     recorded = RunResult.read(result)
     command = recorded.manifest.command
     if not command:
@@ -107,6 +105,8 @@ def _current_manifest(root: click.Command, command: list[str]) -> Manifest:
     a scratch ``--out`` (a compare records its runs' commands without theirs, and what a run
     prepares before its checkpoint must not land beside the recorded result)."""
     import tempfile
+
+    from reme_core.bench import ManifestCaptured, capture_manifest
 
     try:
         with tempfile.TemporaryDirectory(prefix="reme-reproduce-") as scratch, capture_manifest():
