@@ -26,10 +26,13 @@ def owned_keys(
     return {
         "name": summary.name,
         "description": summary.description,
-        "source_resource": link(source),
-        "resource_hash": resource_hash,
-        "resource_type": kind,
+        **provenance_keys(source, resource_hash, kind),
     }
+
+
+def provenance_keys(source: str, resource_hash: str, kind: str) -> dict[str, Any]:
+    """The keys that tie a note to its file (the ones a run finds it by)."""
+    return {"source_resource": link(source), "resource_hash": resource_hash, "resource_type": kind}
 
 
 def body(summary: ResourceSummary, source: str, labels: Prompts, max_key_points: int) -> str:

@@ -29,6 +29,7 @@ from reme_core.pipelines.locks import LockTimeout, named_lock
 from reme_core.workspace import WorkspacePaths, path_matches
 from reme_core.workspace.hashing import content_hash
 from reme_plugins.auto_resource import note
+from reme_plugins.auto_resource.agentic import AgentNoteRejected, AgentNoteWriter
 from reme_plugins.auto_resource.claims import ARCHIVED_PREFIX, RESOURCE_DIR, Claim, find_claims
 from reme_plugins.auto_resource.readers import ResourceSkipped, read_resource
 from reme_plugins.auto_resource.summarise import Summariser
@@ -70,12 +71,14 @@ class Limits:
     max_file_bytes: int
     max_key_points: int
     lock_timeout_seconds: float
+    mode: Literal["structured", "agentic"] = "structured"
+    agent_max_turns: int = 12
 
 
 class Reconciler:
     """One run of the step over the whole of ``resource/`` or one file in it."""
 
-    def __init__(self, run: PipelineRun, llm: Llm, limits: Limits):
+    def __init__(self, run: PipelineRun, llm: Llm | None, limits: Limits):
         self.run = run
         self.reme = run.reme
         self.llm = llm
@@ -168,6 +171,10 @@ class Reconciler:
             except WorkspaceError as exc:
                 self._skip(rel, f"cannot update {claim.note}: {exc}")
                 return
+        if self.limits.mode == "agentic":
+            self._by_agent(rel, data, digest, claim, current)
+            return
+        assert self.llm is not None  # the step requires one in structured mode
         try:
             resource = read_resource(rel, data)
             summariser = Summariser(
@@ -188,6 +195,41 @@ class Reconciler:
         old, before = current
         new = note.rewritten(old, claim.note, keys, text, reactivate=claim.archived_by_us)
         self._write(rel, claim.note, new, before, "updated")
+
+    def _by_agent(
+        self,
+        rel: str,
+        data: bytes,
+        digest: str,
+        claim: Claim | None,
+        current: tuple[str, str] | None,
+    ) -> None:
+        updating = claim is not None and current is not None
+        path = claim.note if updating and claim is not None else self._free_path(rel)
+        writer = AgentNoteWriter(
+            self.run, self.prompts, self.limits.max_prompt_tokens, self.limits.agent_max_turns
+        )
+        try:
+            writer.write(
+                rel,
+                read_resource(rel, data),
+                digest,
+                path,
+                current if updating else None,
+                reactivate=bool(claim and claim.archived_by_us),
+            )
+        except ResourceSkipped as exc:
+            self._skip(rel, str(exc))
+            return
+        except (LlmError, AgentNoteRejected) as exc:
+            self._pend(rel, f"{exc}; nothing was kept")
+            return
+        except ConflictError:
+            self._pend(rel, f"{path} changed while the agent wrote it; run again")
+            return
+        self._done(
+            rel, path, "updated" if updating else "created", "UPDATE" if updating else "CREATE"
+        )
 
     # -- writes ------------------------------------------------------------------------------
 

@@ -10,12 +10,13 @@ for auto_tag).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
 from reme_core import hookimpl
 from reme_core.components import ComponentSettings, Step
+from reme_core.errors import ConfigError
 from reme_plugins.auto_resource.reconcile import Limits, Reconciler, resource_path
 
 
@@ -36,6 +37,11 @@ class AutoResourceStep(Step):
         lock_timeout_seconds: float = Field(default=10.0, ge=0)
         """How long to wait for another run working on the same file before leaving it
         pending."""
+        mode: Literal["structured", "agentic"] = "structured"
+        """structured: one structured call per file (map-reduce for large ones); agentic: the
+        configured agent wrapper writes the note itself, confined to that one path, and the
+        note is checked before it counts (a file longer than one prompt is skipped)."""
+        agent_max_turns: int = Field(default=12, ge=1, le=200)
 
     settings: Settings
 
@@ -43,7 +49,14 @@ class AutoResourceStep(Step):
         target = state.get("path")
         # A bad path is the caller's mistake (4xx), whatever the model configuration says.
         rel = resource_path(run.reme.paths, target) if target is not None else None
-        llm = run.require_llm("auto_resource")
+        if self.settings.mode == "agentic":
+            if run.reme.agent_wrapper is None:
+                raise ConfigError(
+                    "auto_resource mode agentic needs components.agent_wrapper (e.g. toolloop)"
+                )
+            llm = run.llm  # a wrapper that brings its own agent (agent_cli) needs none
+        else:
+            llm = run.require_llm("auto_resource")
         limits = Limits(**self.settings.model_dump())
         reconciler = Reconciler(run, llm, limits)
         outcome = reconciler.reconcile_one(rel) if rel is not None else reconciler.reconcile_all()

@@ -548,3 +548,84 @@ def test_files_excluded_from_the_index_are_not_sent_to_the_model(root: Path):
         prompts = " ".join(m[-1]["content"] for _, m in reme.llm.calls)
     assert [n["resource"] for n in result.outputs["notes"]] == ["resource/public.txt"]
     assert result.outputs["skipped"] == [] and "Mira" not in prompts
+
+
+# -- agentic mode ----------------------------------------------------------------------------------
+
+AGENTIC = "pipelines.auto_resource.steps=[{name: auto_resource, settings: {mode: agentic}}]"
+AGENT_NOTE = (
+    "---\nname: Deploy runbook\ndescription: How prod is deployed.\n---\n\n# Deploy\n\nSteps.\n"
+)
+
+
+def agentic_workspace(root: Path, script: list[Any], *overrides: str) -> Reme:
+    """auto_resource in agentic mode with the built-in toolloop, driven by a scripted model."""
+    plugins = plugins_with()
+    script_file = root.parent / "script.json"
+    script_file.write_text(json.dumps(script), encoding="utf-8")
+    settings = [
+        "timezone=UTC",
+        AGENTIC,
+        f"components.llm={{name: scripted, settings: {{path: {script_file}}}}}",
+        "components.agent_wrapper={name: toolloop}",
+        *overrides,
+    ]
+    return Reme.open(root, plugins=plugins, env=KEYWORD_ONLY_ENV, overrides=settings)
+
+
+def note_path_for(rel: str) -> str:
+    return f"daily/{today()}/resource-{Path(rel).stem}.md"
+
+
+def test_agentic_mode_writes_the_note_through_confined_tools(root: Path):
+    write(
+        root, "resource/runbook.md", "# Runbook\n\nDeploy with `make ship` after the tests pass.\n"
+    )
+    path = note_path_for("resource/runbook.md")
+    script = [
+        # Refused: the agent may write only its note (not the resource, not elsewhere).
+        {"tool": "write", "args": {"path": "resource/runbook.md", "content": "# gone\n"}},
+        {"tool": "write", "args": {"path": path, "content": AGENT_NOTE}},
+        {"answer": "done"},
+    ]
+    with agentic_workspace(root, script) as reme:
+        out = reme.run("auto_resource", {}).outputs
+    assert out["notes"] == [{"resource": "resource/runbook.md", "note": path, "action": "created"}]
+    assert "make ship" in (root / "resource/runbook.md").read_text(encoding="utf-8")
+    front = read_note(root, path).frontmatter
+    assert front["name"] == "Deploy runbook"
+    # The provenance keys are the code's, so the next run knows the note is this file's.
+    assert front["source_resource"] == "[[resource/runbook.md]]"
+    assert front["resource_hash"] == content_hash((root / "resource/runbook.md").read_bytes())
+    with agentic_workspace(root, []) as reme:
+        assert reme.run("auto_resource", {}).outputs["unchanged"] == 1  # no model call
+
+
+def test_an_agent_note_without_a_description_is_not_kept(root: Path):
+    write(root, "resource/runbook.md", "# Runbook\n\nDeploy with `make ship`.\n")
+    path = note_path_for("resource/runbook.md")
+    script = [
+        {"tool": "write", "args": {"path": path, "content": "---\nname: N\n---\n\nBody.\n"}},
+        {"answer": "done"},
+    ]
+    with agentic_workspace(root, script) as reme:
+        out = reme.run("auto_resource", {}).outputs
+    assert not (root / path).exists()  # put back as it was: absent
+    assert out["notes"] == [] and "one-line description" in out["pending"][0]["reason"]
+
+
+def test_an_agent_that_writes_nothing_leaves_the_file_pending(root: Path):
+    write(root, "resource/runbook.md", "# Runbook\n\nDeploy with `make ship`.\n")
+    with agentic_workspace(root, [{"answer": "done"}]) as reme:
+        out = reme.run("auto_resource", {}).outputs
+    assert daily_notes(root) == [] and "did not write" in out["pending"][0]["reason"]
+
+
+def test_agentic_mode_needs_an_agent_wrapper(root: Path):
+    write(root, "resource/runbook.md", "# Runbook\n")
+    with (
+        agentic_workspace(root, [], "components.agent_wrapper=null") as reme,
+        pytest.raises(ConfigError, match=r"needs components\.agent_wrapper"),
+    ):
+        reme.run("auto_resource", {})
+    assert daily_notes(root) == []

@@ -96,3 +96,39 @@ def test_a_missing_agent_is_a_clear_error(tmp_path: Path) -> None:
     result = wrapper.run(AgentTask(instructions="", prompt="hi"), tools=tools, llm=None)
     assert result.stopped == "error" and "no-such-agent-xyz" in (result.error or "")
     assert result.changed == []
+
+
+def test_auto_resource_runs_through_it_in_agentic_mode(tmp_path: Path) -> None:
+    import datetime as dt
+
+    import reme_agent_cli
+
+    from reme_core.plugins import load_plugins
+    from reme_core.runtime import Reme
+    from reme_core.workspace import init_workspace
+    from reme_core.workspace.notes import parse_note
+
+    root = tmp_path / "ws"
+    init_workspace(root)
+    (root / "resource").mkdir(exist_ok=True)
+    (root / "resource/runbook.md").write_text("# Runbook\n\nShip with `make ship`.\n")
+    note = f"daily/{dt.datetime.now(dt.UTC).date().isoformat()}/resource-runbook.md"
+    content = "---\nname: Runbook\ndescription: How to ship.\n---\n\n# Runbook\n\nmake ship.\n"
+    steps = (Call("write", {"path": note, "content": content}), Answer("done"))
+    os.environ["FAKE_AGENT_PLAN"] = str(plan_file(steps, tmp_path))
+    plugins = load_plugins()
+    if "agent_cli" not in plugins.registry("agent_wrapper"):
+        plugins.register(reme_agent_cli, name="agent_cli")
+        plugins.collect()
+    overrides = [
+        "timezone=UTC",
+        "components.embedding=null",
+        "components.file_store=null",
+        "components.agent_wrapper={name: agent_cli}",
+        "pipelines.auto_resource.steps=[{name: auto_resource, settings: {mode: agentic}}]",
+    ]
+    with Reme.open(root, plugins=plugins, overrides=overrides, env={}) as reme:
+        out = reme.run("auto_resource", {}).outputs
+    assert out["notes"] == [{"resource": "resource/runbook.md", "note": note, "action": "created"}]
+    front = parse_note(note, (root / note).read_text()).frontmatter
+    assert front["name"] == "Runbook" and front["source_resource"] == "[[resource/runbook.md]]"
