@@ -23,9 +23,10 @@ from reme_core.schema import SearchFilters
 from reme_core.workspace.hashing import content_hash
 from reme_core.workspace.wikilinks import LinkResolver
 
+from .agentic import AgentIntegration
 from .apply import apply_decision
 from .sources import LinkKeys
-from .units import BUCKETS, Decision, DreamUnit, UnitOutcome
+from .units import BUCKETS, Decision, DecisionRejected, DreamUnit, UnitOutcome
 from .verify import check_target, verify
 
 DIGEST_FOLDERS = [f"digest/{bucket}" for bucket in BUCKETS]
@@ -92,7 +93,7 @@ def verify_decision(
 @dataclass
 class Integrator:
     reme: Any
-    llm: Llm
+    llm: Llm | None
     prompts: Prompts
     candidates: int
     candidate_tokens: int
@@ -105,6 +106,8 @@ class Integrator:
     """``review: queue``: queue a verified plan for review instead of writing it; returns the
     proposal's id, its status (``pending``, or ``rejected`` when the same change was rejected
     before) and that rejection's reason."""
+    agent: AgentIntegration | None = None
+    """``mode: agentic``: the agent wrapper edits the node instead of the model deciding."""
 
     def integrate(self, unit: DreamUnit) -> tuple[UnitOutcome, str | None]:
         """Integrate one unit; returns its outcome and the path written (None if none)."""
@@ -121,12 +124,23 @@ class Integrator:
             {"role": "system", "content": self.prompts.render("integrate_system")},
             {"role": "user", "content": self._prompt(unit, candidates)},
         ]
+        feedback: list[str] = []  # rejections told to the agent on its next attempt
         for _ in range(self.retries + 1):
             outcome.attempts += 1
             try:
-                decision = self.llm.structured(messages, Decision, max_retries=self.output_retries)
+                if self.agent is not None:
+                    decision = self.agent.decide(unit, candidates, messages[1]["content"], feedback)
+                else:
+                    decision = self.llm.structured(
+                        messages, Decision, max_retries=self.output_retries
+                    )
             except LlmError as exc:
                 outcome.reason = f"model error: {exc}"
+                continue
+            except DecisionRejected as exc:  # the agent's answer or edit broke the rules
+                outcome.reason = str(exc)
+                outcome.rejections.append(str(exc))
+                feedback.append(str(exc))
                 continue
             outcome.verb, outcome.target = decision.verb, decision.target
             outcome.note = decision.note
@@ -135,6 +149,7 @@ class Integrator:
             except RemeError as exc:  # DecisionRejected, or a text that cannot be parsed
                 outcome.reason = str(exc)
                 outcome.rejections.append(str(exc))
+                feedback.append(str(exc))
                 messages += [
                     {"role": "assistant", "content": decision.model_dump_json(exclude_none=True)},
                     {"role": "user", "content": self.prompts.render("integrate_retry", reason=exc)},

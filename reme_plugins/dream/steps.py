@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, ValidationError
 
 from reme_core import hookimpl
 from reme_core.components import ComponentSettings, Step
+from reme_core.errors import ConfigError
 from reme_core.pipelines.locks import named_lock
 
+from .agentic import AgentIntegration
 from .checkpoint import load_checkpoint, record_run, save_checkpoint
 from .extract import extract_units
 from .integrate import Integrator
@@ -113,15 +115,22 @@ class DreamIntegrate(Step):
         """Extra attempts after a rejected decision or a model error."""
         output_retries: int | None = Field(None, ge=0, le=10)
         """Retries of invalid structured output inside one call; None = the model's default."""
+        mode: Literal["structured", "agentic"] = "structured"
+        """structured: the model answers with a decision; agentic: the configured agent wrapper
+        edits the node (confined to the candidates and the unit's bucket) and names its verb;
+        its edit is put back and goes through the same verifier as a decision."""
+        agent_max_turns: int = Field(12, ge=1, le=200)
 
     settings: Settings
 
     def run(self, run: Any, state: dict[str, Any]) -> dict[str, Any]:
         params = DreamParams.from_state(state)
         units: list[DreamUnit] = _models(state, "units", DreamUnit)
+        agent = self._agent(run, params) if self.settings.mode == "agentic" else None
         integrator = Integrator(
             reme=run.reme,
-            llm=run.require_llm("dream"),
+            llm=run.llm if agent is not None else run.require_llm("dream"),
+            agent=agent,
             prompts=run.prompts(*PROMPTS),
             candidates=self.settings.candidates,
             candidate_tokens=self.settings.candidate_tokens,
@@ -153,6 +162,21 @@ class DreamIntegrate(Step):
                 if not o.succeeded
             ],
         }
+
+    def _agent(self, run: Any, params: DreamParams) -> AgentIntegration:
+        if run.reme.agent_wrapper is None:
+            raise ConfigError("dream mode agentic needs components.agent_wrapper (e.g. toolloop)")
+        if params.dry_run:
+            # The agent edits files to decide (they are put back): that is not "write nothing".
+            raise DreamError(
+                "--dry-run needs mode structured: in mode agentic the agent edits files"
+            )
+        return AgentIntegration(
+            reme=run.reme,
+            prompts=run.prompts(*PROMPTS),
+            run_agent=run.agent,
+            max_turns=self.settings.agent_max_turns,
+        )
 
 
 class DreamFinish(Step):
