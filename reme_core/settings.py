@@ -187,6 +187,10 @@ class MemoryConfig(_Strict):
 
     review: ReviewMode = "apply"
     """``queue``: ``memory summarize`` writes proposals (verb MEMORY) instead of records."""
+    mode: Literal["structured", "agentic"] = "structured"
+    """``agentic``: ``memory summarize`` has the configured agent wrapper write the memories
+    as notes in the scope's folder; they are put back and written as the model's would be."""
+    agent_max_turns: int = Field(default=12, ge=1, le=200)
 
 
 class ScheduledPipeline(_Strict):

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import ValidationError
 
+from reme_core.components import LlmUsage
 from reme_core.errors import ConfigError, WorkspaceError
 from reme_core.memory import note
 from reme_core.memory.commits import Change, changing
@@ -276,7 +277,10 @@ class MemoryApi:
         or rejected in review is not proposed again."""
         scope = MemoryScope.of(user_name, task_name, tool_name)
         llm = self.reme.llm
-        if llm is None:
+        agentic = self.reme.settings.memory.mode == "agentic"
+        if agentic and self.reme.agent_wrapper is None:
+            raise ConfigError("memory.mode agentic needs components.agent_wrapper (e.g. toolloop)")
+        if llm is None and not agentic:
             raise ConfigError(
                 "summarize_memory needs a model: set components.llm, e.g. "
                 "--set components.llm='{name: openai, settings: {model: ...}}'"
@@ -284,13 +288,22 @@ class MemoryApi:
         chat = _messages(messages)
         linked = note.clean_sources(sources)
         prompts = load_prompts(*PROMPTS, self.reme.settings.language)
-        before = llm.usage.model_copy()
+        before = llm.usage.model_copy() if llm is not None else None
         queue = self.reme.settings.memory.review == "queue"
         with changing(self.reme, scope) as change:
             existing = {loaded.record.memory_id: loaded for loaded in self.store.records(scope)[0]}
             active = [x.record for x in existing.values() if x.record.status == "active"]
-            drafts = extract(llm, prompts, scope, chat, active)
-            result = MemorySummary(usage=llm.usage.since(before))
+            if agentic:
+                from reme_core.memory.agentic import agent_memories
+
+                turns = self.reme.settings.memory.agent_max_turns
+                drafts = agent_memories(self.reme, prompts, scope, chat, active, turns)
+            else:
+                assert llm is not None
+                drafts = extract(llm, prompts, scope, chat, active)
+            # The agent's model calls count too (toolloop calls this model).
+            usage = llm.usage.since(before) if llm is not None and before is not None else None
+            result = MemorySummary(usage=usage or LlmUsage())
             by_content = {_same(x.record.content): x.record.memory_id for x in existing.values()}
             if queue:
                 from reme_core.memory.review import MemoryProposer  # it builds on this module

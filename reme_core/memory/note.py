@@ -183,7 +183,7 @@ def parse(path: str, text: str, content_hash: str) -> MemoryRecord:
     listed = fm.get("sources") or []
     if not isinstance(listed, list):
         raise NotARecord("sources must be a list")
-    content, linked = _split_body(note.body)
+    content, linked = split_body(note.body)
     when = fm.get("when_to_use")
     try:
         sources = clean_sources([*map(str, listed), *linked])
@@ -205,7 +205,7 @@ def parse(path: str, text: str, content_hash: str) -> MemoryRecord:
     )
 
 
-def _split_body(body: str) -> tuple[str, list[str]]:
+def split_body(body: str) -> tuple[str, list[str]]:
     """The content (before the first generated section) and the links under ``## Sources``."""
     lines = body.splitlines()
     cut = next((i for i, line in enumerate(lines) if _MARKER.match(line)), len(lines))

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field, ValidationError
 from reme_core.components import AgentResult, AgentTask
 from reme_core.errors import LlmError
 from reme_core.pipelines.prompts import Prompts
-from reme_core.workspace.hashing import content_hash
+from reme_core.workspace.edits import NoteSnapshot
 
 from .sources import target_path
 from .units import Decision, DecisionRejected, DreamUnit, Verb
@@ -51,7 +51,7 @@ class AgentIntegration:
         """Run the agent once; its edit as a Decision (not verified yet). LlmError when the
         agent failed; DecisionRejected when its answer or its edits break the rules."""
         allowed = [c.path for c in candidates] + [f"digest/{unit.bucket}"]
-        before = self._snapshot(allowed)
+        before = NoteSnapshot.take(self.reme.root, allowed)
         retry = "".join(
             self.prompts.render("integrate_retry", reason=reason) + "\n" for reason in feedback
         )
@@ -61,10 +61,9 @@ class AgentIntegration:
             max_turns=self.max_turns,
         )
         result = self.run_agent(task, allowed)
-        after = self._snapshot(allowed)
-        changed = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
-        written = {p: after.get(p) for p in changed}
-        self._put_back(before, after, changed)
+        written = before.changes()
+        before.put_back(self.reme.files, written)
+        changed = list(written)
         if result.stopped == "error":
             raise LlmError(result.error or "the agent failed")
         answer = _answer(result.answer)
@@ -74,41 +73,13 @@ class AgentIntegration:
                 f"only the target may change; the edit also changed "
                 f"{', '.join(p for p in changed if p != target)} (all put back)"
             )
-        content = written.get(target)
         return Decision(
             verb=answer.verb,
             target=target,
-            content=content if content is not None and target in changed else None,
+            content=written.get(target),  # None: unchanged (CORROBORATE) or deleted
             evidence=answer.evidence,
             note=answer.note,
         )
-
-    def _snapshot(self, allowed: list[str]) -> dict[str, str]:
-        """Text of every Markdown file the agent may change, by path."""
-        texts: dict[str, str] = {}
-        root = self.reme.root
-        for prefix in allowed:
-            base = root / prefix
-            files = (
-                [base] if base.is_file() else sorted(base.rglob("*.md")) if base.is_dir() else []
-            )
-            for path in files:
-                rel = path.relative_to(root).as_posix()
-                try:
-                    texts[rel] = path.read_text(encoding="utf-8")
-                except (OSError, UnicodeDecodeError):
-                    continue
-        return texts
-
-    def _put_back(self, before: dict[str, str], after: dict[str, str], changed: list[str]) -> None:
-        files = self.reme.files
-        for path in changed:
-            now = after.get(path)
-            if path in before:
-                expected = content_hash(now) if now is not None else None
-                files.write(path, before[path], expected_hash=expected, create_only=now is None)
-            elif now is not None:
-                files.delete(path, expected_hash=content_hash(now))
 
 
 def _answer(text: str) -> AgentAnswer:
