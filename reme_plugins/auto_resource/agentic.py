@@ -18,6 +18,7 @@ from reme_core.components import AgentTask, estimate_tokens
 from reme_core.errors import LlmError, RemeError, WorkspaceError
 from reme_core.pipelines.prompts import Prompts
 from reme_core.workspace import frontmatter as fm
+from reme_core.workspace.edits import NoteSnapshot
 from reme_core.workspace.hashing import content_hash
 from reme_plugins.auto_resource import note
 from reme_plugins.auto_resource.readers import ResourceSkipped, ResourceText
@@ -65,13 +66,14 @@ class AgentNoteWriter:
                 f"{self.max_prompt_tokens}); mode structured reads it in parts"
             )
         task = AgentTask(instructions=instructions, prompt=prompt, max_turns=self.max_turns)
+        snapshot = NoteSnapshot.take(self.run.reme.root, [path])
         result = self.run.agent(task, [path])
         if result.stopped == "error":
-            self._put_back(path, before)
+            snapshot.put_back(self.run.reme.files, snapshot.changes())
             raise LlmError(result.error or "the agent failed")
         problem, written = self._check(path, before)
         if problem:
-            self._put_back(path, before)
+            snapshot.put_back(self.run.reme.files, snapshot.changes())
             raise AgentNoteRejected(f"the agent's note {path} was not kept: {problem}")
         assert written is not None
         keys: dict[str, Any] = note.provenance_keys(rel, digest, resource.kind)
@@ -98,16 +100,3 @@ class AgentNoteWriter:
             if not value or "\n" in value:
                 return f"its frontmatter needs a one-line {key}", written
         return None, written
-
-    def _put_back(self, path: str, before: tuple[str, str] | None) -> None:
-        files = self.run.reme.files
-        try:
-            current = content_hash((self.run.reme.root / path).read_bytes())
-        except FileNotFoundError:
-            if before is not None:  # the agent deleted it: write the old text again
-                files.write(path, before[0], create_only=True)
-            return
-        if before is None:
-            files.delete(path, expected_hash=current)
-        elif current != before[1]:
-            files.write(path, before[0], expected_hash=current)
