@@ -131,8 +131,7 @@ class E5OnnxEmbedding(Embedding):
         dim = self.dim
         if not texts:
             return np.zeros((0, dim), dtype=np.float32)
-        tokenizer = self._tokens()
-        rows = [tokenizer.ids(self._truncate(t, is_query=False), is_query=False) for t in texts]
+        rows = [self._ids(t, is_query=False) for t in texts]
         session, packed = self._runner.session(), self._weights()
         out = np.empty((len(texts), dim), dtype=np.float32)
         with self._batch_lock:
@@ -143,7 +142,7 @@ class E5OnnxEmbedding(Embedding):
         return _checked(out, len(texts), dim)
 
     def embed_query(self, text: str) -> np.ndarray:
-        ids = self._tokens().ids(self._truncate(text, is_query=True), is_query=True)
+        ids = self._ids(text, is_query=True)
         vector = _run(self._runner.session(), self._weights(), ids)
         return _checked(vector[None, :], 1, self.dim)[0]
 
@@ -175,6 +174,15 @@ class E5OnnxEmbedding(Embedding):
                 if self._tokenizer is None:
                     self._tokenizer = E5Tokenizer(packed)
         return self._tokenizer
+
+    def _ids(self, text: str, is_query: bool) -> list[int]:
+        """The token ids the model reads for ``text``: one tokenization when it fits (most
+        texts); a longer text is cut as ``truncate`` cuts it, then tokenized again."""
+        tokenizer = self._tokens()
+        content = tokenizer.content(PREFIXES[is_query] + clean_text(text))
+        if len(content) + 2 <= MAX_TOKENS:
+            return [tokenizer.bos, *content, tokenizer.eos]
+        return tokenizer.ids(self._truncate(text, is_query), is_query)
 
     def _truncate(self, text: str, is_query: bool) -> str:
         """``text`` cleaned and cut to fit; cleaning keeps the length, so it maps back."""
