@@ -35,13 +35,15 @@ def test_smoke_run_in_raw_mode(cli: click.Group, data: Path, tmp_path: Path) -> 
     assert dog["error"] is None and dog["sessions_after_question"] == 1  # late_3, kept
     assert dog["top_sessions"][0] == "answer_dog_1"
     assert dog["metrics"]["session_recall_any@1"] == 1.0
-    # One note chunk holds both user turns of the session: its turns rank in line order.
-    assert dog["top_turns"][:2] == ["answer_dog_1_1", "answer_dog_1_3"]
-    assert dog["metrics"]["turn_recall_all@1"] == 0.0
-    assert dog["metrics"]["turn_recall_all@3"] == 1.0
+    # Turns are ranked over a corpus of turns: the evidence turn, its session's last, comes
+    # first, ahead of the session's unrelated first turn (a session note lists both in order).
+    assert dog["top_turns"][0] == "answer_dog_1_3"
+    assert "answer_dog_1_1" not in dog["top_turns"][:2]
+    assert dog["metrics"]["turn_recall_all@1"] == 1.0
     assert trips["metrics"]["session_recall_all@3"] == 1.0
     assert saved.categories["multi-session"]["n"] == 1
     assert set(saved.overall) >= {"session_ndcg_any@50", "turn_recall_any@30", "n"}
+    assert saved.notes["turn_ranking"] == "turn corpus"
     manifest = saved.manifest
     assert manifest.config_name == "bm25" and manifest.config["components"]["embedding"] is None
     assert manifest.datasets[0].path == str(data.resolve())

@@ -5,6 +5,11 @@
 protocol indexes), each a paragraph that opens with its anchor ``[[sessions/<id>.jsonl#Ln]]``.
 Files are written directly and indexed once.
 
+``turns`` (no LLM, for the turn-level metrics): the same transcripts, and one note per user turn
+``turns/<id>/<n>.md`` (its anchor and its text), the corpus of the official turn granularity
+(``src/retrieval/run_retrieval.py --granularity turn`` indexes each user turn as a document), so
+a search ranks turns themselves, not notes packing several turns.
+
 ``memory``: each session goes through an auto_memory pipeline (``auto_memory`` or a variant such
 as ``auto_memory_lme``) with the configured model, then optionally ``dream`` once at the end.
 The transcript lines auto_memory saved are aligned back to the upstream turns by content.
@@ -53,17 +58,34 @@ def ingest_raw(root: Path, sessions: list[Session]) -> Ingested:
     """Write transcripts and user-turn notes for ``sessions`` under ``root`` (not indexed yet)."""
     out = Ingested()
     for session in sessions:
-        fid = file_id(session.id)
-        transcript = f"sessions/{fid}.jsonl"
-        lines = [
-            json.dumps({"role": t.role, "content": t.content}, ensure_ascii=False)
-            for t in session.turns
-        ]
-        _write(root / transcript, "\n".join(lines) + "\n")
-        out.session_of[transcript] = session.id
-        out.turn_of_line[transcript] = {i + 1: i for i in range(len(session.turns))}
+        fid = _transcript(root, session, out)
         _write(root / "daily" / session.date.date().isoformat() / f"{fid}.md", _note(fid, session))
     return out
+
+
+def ingest_turns(root: Path, sessions: list[Session]) -> Ingested:
+    """Write transcripts and one note per user turn for ``sessions`` (not indexed yet)."""
+    out = Ingested()
+    for session in sessions:
+        fid = _transcript(root, session, out)
+        for i, turn in enumerate(session.turns):
+            if turn.role == "user" and turn.content.strip():
+                _write(root / "turns" / fid / f"{i + 1}.md", _turn_note(fid, session, i))
+    return out
+
+
+def _transcript(root: Path, session: Session, out: Ingested) -> str:
+    """``sessions/<id>.jsonl``, one line per turn (line n is turn n); returns the file id."""
+    fid = file_id(session.id)
+    transcript = f"sessions/{fid}.jsonl"
+    lines = [
+        json.dumps({"role": t.role, "content": t.content}, ensure_ascii=False)
+        for t in session.turns
+    ]
+    _write(root / transcript, "\n".join(lines) + "\n")
+    out.session_of[transcript] = session.id
+    out.turn_of_line[transcript] = {i + 1: i for i in range(len(session.turns))}
+    return fid
 
 
 def ingest_memory(
@@ -143,6 +165,19 @@ def _note(fid: str, session: Session) -> str:
         if t.role == "user" and t.content.strip()
     ]
     return f"---\n{head}\n---\n# Chat on {when}\n\n" + "\n\n".join(paragraphs) + "\n"
+
+
+def _turn_note(fid: str, session: Session, index: int) -> str:
+    """One user turn: its anchor and text, as upstream's turn document (the turn's content).
+    No ``name`` or heading: the chunker would prefix it to the chunk and so to the indexed text."""
+    front = {
+        "date": session.date.date().isoformat(),
+        "session_id": session.id,
+        "source": f"sessions/{fid}.jsonl",
+    }
+    head = "\n".join(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in front.items())
+    text = session.turns[index].content.strip()
+    return f"---\n{head}\n---\n{anchor_link(fid, index + 1)} {text}\n"
 
 
 def _write(path: Path, text: str) -> None:

@@ -3,6 +3,10 @@
 Each hit, best first, stands for transcript spans (``anchors.SpanResolver``); a span's session
 joins the session ranking at its first appearance, and its turns (in line order) join the turn
 ranking. Turns outside the corpus (assistant turns) are left out of the turn ranking.
+
+Hits come best first, so a turn ranks at the best hit covering it. Over the turn corpus (one note
+per user turn, ``turn_level``) a hit covers one turn and the turn ranking is the search's own;
+over session or memory notes a hit may cover several turns, which then tie and keep line order.
 """
 
 from __future__ import annotations

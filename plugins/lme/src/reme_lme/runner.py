@@ -127,6 +127,8 @@ def run_benchmark(
             "dream": dream,
             "ks": list(ks),
             "qa": qa,
+            # How turn_* was ranked: the official turn corpus, or the memory notes' anchors.
+            "turn_ranking": "turn corpus" if mode == "raw" else "note anchors",
             "items": len(rows),
             "skipped": skipped,
             "dataset": data.name,

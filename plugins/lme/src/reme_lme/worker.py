@@ -6,26 +6,22 @@ bound with ``functools.partial`` (``Options`` pickles; the settings travel as pl
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from reme_core.bench import LME_KS, retrieval_metrics
-from reme_core.bench.vector_cache import harvest, seed
 from reme_core.components import Llm, LlmUsage
-from reme_core.pipelines.run import PipelineRun
-from reme_core.plugins import load_plugins
 from reme_core.runtime import Reme
-from reme_core.settings import Settings, resolve_component
 from reme_lme import qa
 from reme_lme.anchors import SpanResolver
 from reme_lme.data import Item, ItemRef
 from reme_lme.evidence import evidence
 from reme_lme.ingest import Ingested, ingest_memory, ingest_raw
 from reme_lme.ranking import rank
+from reme_lme.searcher import Searcher
+from reme_lme.turn_level import rank_turns
+from reme_lme.workspace import fresh_workspace
 
 
 class Options(BaseModel):
@@ -51,90 +47,74 @@ class Options(BaseModel):
 def score_item(item: Item | ItemRef, options: Options) -> dict[str, Any]:
     """One question: ingest, search with the question, metrics; with ``qa``, answer and judge.
 
-    A run passes an ``ItemRef``: the question is read here, from the split cache.
+    A run passes an ``ItemRef``: the question is read here, from the split cache. Sessions are
+    ranked in the session workspace; in raw mode turns are ranked in a second one holding one
+    note per user turn (``turn_level``), as the official turn granularity does. In memory mode
+    there is no turn corpus: turns are those the memory notes' hits anchor to, best hit first.
     """
     if isinstance(item, ItemRef):
         item = item.load()
     sessions, later = item.sessions()
     wanted = evidence(item, sessions)
-    root = Path(tempfile.mkdtemp(prefix="reme-lme-"))
-    settings = Settings.model_validate(options.config).model_copy(update={"workspace": root})
-    try:
-        if options.vector_cache:
-            seed(root, Path(options.vector_cache))
-        with Reme(settings, load_plugins()) as reme:
-            if options.mode == "raw":
-                ingested = ingest_raw(root, sessions)
-            else:
-                ingested = ingest_memory(
-                    reme, sessions, options.memory_pipeline, dream=options.dream
-                )
-            reme.index()
-            searcher = _Searcher(reme, options.search_pipeline, options.search_limit)
-            hits = searcher(item.question)
-            session_rank, turn_rank = rank(hits, SpanResolver.for_folder(root), ingested)
-            turn_corpus = set(wanted.turn_corpus)
-            turn_rank = [t for t in turn_rank if t in turn_corpus]
-            metrics: dict[str, float] = {}
-            if wanted.skip is None:
-                metrics.update(
-                    retrieval_metrics(
-                        session_rank, wanted.sessions, wanted.session_corpus, options.ks, "session_"
-                    )
-                )
-                if wanted.turns:
-                    metrics.update(
-                        retrieval_metrics(
-                            turn_rank, wanted.turns, wanted.turn_corpus, options.ks, "turn_"
-                        )
-                    )
-            row: dict[str, Any] = {
-                "category": item.question_type,
-                "metrics": metrics,
-                "skip": wanted.skip,
-                "sessions": len(sessions),
-                "sessions_after_question": later,
-                "evidence": wanted.sessions,
-                "top_sessions": session_rank[:10],
-                "top_turns": turn_rank[:10],
-            }
-            if options.qa:
-                row.update(_qa(reme, item, ingested, searcher, options))
-                metrics["qa_accuracy"] = float(row["correct"])
-            row["usage"] = _usage([reme.llm, reme.llm_for(options.memory_pipeline)])
-        if options.vector_cache:
-            harvest(root, Path(options.vector_cache))
-        return row
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-
-
-class _Searcher:
-    """Runs the search pipeline's steps directly (no history commit per query)."""
-
-    def __init__(self, reme: Reme, pipeline: str, limit: int):
-        self.reme = reme
-        self.pipeline = pipeline
-        self.limit = limit
-        self.steps = reme.settings.pipelines[pipeline].steps
-
-    def __call__(self, query: str, **params: Any) -> list[dict[str, Any]]:
-        state: dict[str, Any] = {"query": query, "limit": self.limit, "expand": False, **params}
-        run = PipelineRun(reme=self.reme, name=self.pipeline, llm=None)
-        for i, selection in enumerate(self.steps):
-            path = f"pipelines.{self.pipeline}.steps[{i}]"
-            cls, settings = resolve_component(self.reme.plugins, "step", selection, path)
-            step = cls(settings, self.reme.context)
-            try:
-                state.update(step.run(run, state))
-            finally:
-                step.close()
-        response = state["search"]
-        return [h.model_dump() for h in response.hits]
+    with fresh_workspace(options.config, options.vector_cache) as reme:
+        if options.mode == "raw":
+            ingested = ingest_raw(reme.root, sessions)
+        else:
+            ingested = ingest_memory(reme, sessions, options.memory_pipeline, dream=options.dream)
+        reme.index()
+        searcher = Searcher(reme, options.search_pipeline, options.search_limit)
+        session_rank, turn_rank = rank(
+            searcher(item.question), SpanResolver.for_folder(reme.root), ingested
+        )
+        row: dict[str, Any] = {}
+        if options.qa:
+            row.update(_qa(reme, item, ingested, searcher, options))
+        row["usage"] = _usage([reme.llm, reme.llm_for(options.memory_pipeline)])
+    scored = wanted.skip is None
+    if options.mode == "raw":
+        # Only when scored: the turn workspace is a second index (and embedding) per question.
+        turn_rank = (
+            rank_turns(
+                item.question,
+                sessions,
+                config=options.config,
+                pipeline=options.search_pipeline,
+                limit=options.search_limit,
+                vector_cache=options.vector_cache,
+            )
+            if scored and wanted.turns
+            else []
+        )
+    turn_corpus = set(wanted.turn_corpus)
+    turn_rank = [t for t in turn_rank if t in turn_corpus]
+    metrics: dict[str, float] = {}
+    if scored:
+        metrics.update(
+            retrieval_metrics(
+                session_rank, wanted.sessions, wanted.session_corpus, options.ks, "session_"
+            )
+        )
+        if wanted.turns:
+            metrics.update(
+                retrieval_metrics(turn_rank, wanted.turns, wanted.turn_corpus, options.ks, "turn_")
+            )
+    if options.qa:
+        metrics["qa_accuracy"] = float(row["correct"])
+    return {
+        "category": item.question_type,
+        "metrics": metrics,
+        "skip": wanted.skip,
+        "sessions": len(sessions),
+        "sessions_after_question": later,
+        "evidence": wanted.sessions,
+        "top_sessions": session_rank[:10],
+        "top_turns": turn_rank[:10],
+        **row,
+    }
 
 
 def _qa(
-    reme: Reme, item: Item, ingested: Ingested, searcher: _Searcher, options: Options
+    reme: Reme, item: Item, ingested: Ingested, searcher: Searcher, options: Options
 ) -> dict[str, Any]:
     llm = reme.llm
     if llm is None:
