@@ -20,7 +20,7 @@ import click
 
 from reme_beam.data import ABILITIES, CHAT_FILES, QUESTIONS_FILE, discover, find_file
 from reme_beam.metrics import KS
-from reme_beam.report import build_result, markdown, side_by_side_markdown
+from reme_beam.report import build_result, compare_metrics, markdown, side_by_side_markdown
 from reme_beam.retrieval import check_steps
 from reme_beam.worker import RunOptions, score_conversation
 from reme_core.bench import (
@@ -55,6 +55,33 @@ def beam_group() -> None:
     """BEAM (long-term memory benchmark): retrieval per ability, and QA with a model."""
 
 
+def _ks(ks: Sequence[int] | None) -> tuple[int, ...]:
+    chosen = tuple(sorted(set(ks or ()))) or KS
+    if any(k < 1 for k in chosen):
+        raise click.BadParameter("k must be at least 1", param_hint="--k")
+    return chosen
+
+
+def _parse_ks(
+    _ctx: click.Context, _param: click.Parameter, values: Sequence[str]
+) -> tuple[int, ...]:
+    """``--k 10,50`` and ``--k 10 --k 50`` alike -> (10, 50)."""
+    out: list[int] = []
+    for value in values:
+        for part in str(value).split(","):
+            if not part.strip():
+                continue
+            try:
+                out.append(int(part))
+            except ValueError:
+                raise click.BadParameter(f"{part!r} is not a whole number") from None
+    return _ks(out) if out else ()
+
+
+def _join(ks: Sequence[int]) -> str:
+    return ",".join(map(str, ks))
+
+
 def _run_options(command: click.Command) -> click.Command:
     options = [
         click.option(
@@ -79,9 +106,11 @@ def _run_options(command: click.Command) -> click.Command:
         click.option(
             "--k",
             "ks",
-            type=int,
             multiple=True,
-            help=f"Cut-offs for recall@k (default {' '.join(map(str, KS))}).",
+            callback=_parse_ks,
+            metavar="K[,K...]",
+            help="Message budgets: figures are taken at k messages shown to the reader, "
+            f"e.g. --k 10,50 gives recall@10msg and recall@50msg (default {_join(KS)}).",
         ),
         click.option(
             "--set",
@@ -107,7 +136,13 @@ def _run_options(command: click.Command) -> click.Command:
             type=click.Path(file_okay=False, path_type=Path),
             help="Copy each conversation's workspace here (to inspect it).",
         ),
-        click.option("--quiet", is_flag=True, help="No progress bar."),
+        click.option(
+            "--no-progress",
+            is_flag=True,
+            help="No progress bar (off a terminal, progress is one plain line per tenth).",
+        ),
+        # The old name, kept so the commands recorded in earlier results still rerun.
+        click.option("--quiet", "quiet", is_flag=True, hidden=True),
     ]
     for option in reversed(options):
         command = option(command)
@@ -131,6 +166,7 @@ def _run_options(command: click.Command) -> click.Command:
 @_run_options
 def run_command(data_dir: Path, config: str | None, out: Path, **kwargs: object) -> None:
     """Score DATA_DIR (chats/<size>, or one chat folder) and write result.json / result.md."""
+    _fold_quiet(kwargs)
     result = run_benchmark(data_dir, config, out, **kwargs)  # type: ignore[arg-type]
     click.echo(f"{out / RESULT_MARKDOWN}")
     click.echo(markdown(result, _ks(kwargs.get("ks")), bool(kwargs.get("qa"))))  # type: ignore[arg-type]
@@ -149,7 +185,7 @@ def run_command(data_dir: Path, config: str | None, out: Path, **kwargs: object)
     "--metric",
     "metrics",
     multiple=True,
-    help="Side-by-side metrics (default recall@10, recall@50msg, any@10, shown@10).",
+    help="Side-by-side metrics (default recall@<k>msg for each --k, and hits@<largest k>msg).",
 )
 @_run_options
 def compare_command(
@@ -159,6 +195,7 @@ def compare_command(
     names = [c.strip() for c in configs.split(",") if c.strip()]
     if not names:
         raise click.UsageError("--configs names no config")
+    _fold_quiet(kwargs)
     if kwargs.get("vector_cache") is None:  # the configs embed the same chunks: once is enough
         kwargs["vector_cache"] = out / "vectors.sqlite3"
     results: dict[str, RunResult] = {}
@@ -172,9 +209,7 @@ def compare_command(
             command=command,
             **kwargs,  # type: ignore[arg-type]
         )
-    shown = list(metrics) or ["recall@10", "recall@50msg", "any@10", "shown@10"]
-    if kwargs.get("qa"):
-        shown.append("judge")
+    shown = list(metrics) or compare_metrics(_ks(kwargs.get("ks")), bool(kwargs.get("qa")))  # type: ignore[arg-type]
     abilities = [a for a in ABILITIES if any(a in r.categories for r in results.values())]
     text = (
         f"## BEAM side by side: {data_dir}\n\n"
@@ -204,7 +239,7 @@ def run_benchmark(
     no_llm_cache: bool = False,
     keep_workspaces: Path | None = None,
     vector_cache: Path | None = None,
-    quiet: bool = False,
+    no_progress: bool = False,
     command: list[str] | None = None,
 ) -> RunResult:
     """One run of one config; returns the result it saved under ``out``."""
@@ -246,7 +281,7 @@ def run_benchmark(
         functools.partial(score_conversation, options=options),
         out_dir=out,
         workers=workers,
-        progress=not quiet,
+        progress=not no_progress,
         desc=f"beam {config or 'default'}",
     )
     result = build_result(
@@ -290,11 +325,10 @@ def _dataset_files(folders: list[Path]) -> list[Path]:
     return files
 
 
-def _ks(ks: Sequence[int] | None) -> tuple[int, ...]:
-    chosen = tuple(sorted(set(ks or ()))) or KS
-    if any(k < 1 for k in chosen):
-        raise click.BadParameter("k must be at least 1", param_hint="--k")
-    return chosen
+def _fold_quiet(kwargs: dict[str, object]) -> None:
+    """``--quiet`` (hidden, the old name) means ``--no-progress``."""
+    if kwargs.pop("quiet", False):
+        kwargs["no_progress"] = True
 
 
 def _label(config: str) -> str:
@@ -311,6 +345,7 @@ def _run_command_line(
         flag = "--" + key.replace("_", "-")
         if key == "ks":
             flag = "--k"
+            value = _join(value) if value else value  # type: ignore[arg-type]
         if key == "overrides":
             flag = "--set"
         if value in (None, False, (), []):

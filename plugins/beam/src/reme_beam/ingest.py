@@ -2,8 +2,10 @@
 
 ``raw``: the configured ``auto_memory`` steps run without a model, so each session is saved as
 its transcript (``sessions/<id>.jsonl``, one message per line with its BEAM id) plus a note of
-verbatim excerpts; ``excerpt_turns`` is raised to quote every turn, so the note's anchors name
-exactly the turns it shows. No LLM call, whatever ``components.llm`` says (a raw workspace can
+verbatim excerpts; ``excerpt_turns`` and ``excerpt_chars`` are raised to quote every turn whole,
+so the note's anchors name exactly the turns it shows and the note holds every word of them (the
+named configs index the notes only, ``index.exclude: sessions/**``, so each message is indexed
+once: the note is then its only searchable copy). No LLM call, whatever ``components.llm`` says (a raw workspace can
 still be questioned by a model).
 
 ``memory``: the same steps with the pipeline's model (``pipelines.auto_memory.llm``, else
@@ -36,6 +38,8 @@ if TYPE_CHECKING:
 Mode = Literal["raw", "memory"]
 RAW_EXCERPT_TURNS = 1_000_000
 """Raw notes quote every turn (auto_memory quotes 40 and links the rest by default)."""
+RAW_EXCERPT_CHARS = 1_000_000_000
+"""... each one whole (auto_memory cuts a quoted turn at 600 characters by default)."""
 
 
 class IngestReport(BaseModel):
@@ -63,7 +67,8 @@ def ingest(
     dream_llm = reme.llm_for("dream") if dream else None
     if dream and (mode != "memory" or dream_llm is None):
         raise ConfigError("dream needs memory mode and a model (components.llm)")
-    patch = {"auto_memory": {"excerpt_turns": RAW_EXCERPT_TURNS}} if mode == "raw" else {}
+    raw = {"excerpt_turns": RAW_EXCERPT_TURNS, "excerpt_chars": RAW_EXCERPT_CHARS}
+    patch = {"auto_memory": raw} if mode == "raw" else {}
     before = snapshot([memory_llm, dream_llm])
     for _, day in groupby(sessions, key=lambda s: s.date):
         for session in day:

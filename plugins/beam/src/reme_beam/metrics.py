@@ -1,17 +1,22 @@
-"""BEAM retrieval metrics that need no model, and their per-ability means.
+"""BEAM retrieval metrics that need no model, at a budget of messages shown, and their means.
 
-For a question with evidence ids E and ranked hits h1..hn, each showing a set of message ids:
+A reader of the results reads hits in rank order, and each hit shows some BEAM messages (a
+chunk may show several, or none: a summary line). What a reader pays for is messages, not hits,
+so every figure is taken at a budget of k messages shown (k from ``--k``):
 
-- ``recall@k``: the share of E in ids(h1) + ... + ids(hk) (set union), what the first k
-  results show (BEAM's evidence recall from ``source_chat_ids``);
-- ``any@k``: 1 when the first k results show at least one evidence message, else 0;
-- ``shown@k``: how many distinct messages the first k results show, the price of that recall
-  (a step that returns wider results, such as ``search_v2``'s line ranges, shows more per hit);
-- ``recall@<m>msg``: recall over the longest run of first results that shows at most m
-  messages, so steps whose results differ in width compare at the same reading budget.
+- the hits read within budget k are the longest run of first hits that together show at most k
+  distinct messages. Messages are counted once: a hit that shows only messages already shown
+  (the overlap of two chunks, a second chunk of one long message) costs nothing, and a hit that
+  would take the count past k ends the run (the reader sees whole hits);
+- ``recall@<k>msg``: the share of the evidence messages (``source_chat_ids``) those hits show;
+- ``any@<k>msg``: 1 when they show at least one evidence message, else 0;
+- ``shown@<k>msg``: how many distinct messages they show (k, or fewer when the next hit is too
+  wide or the search ran out of hits);
+- ``hits@<k>msg``: how many hits that took, so steps whose results differ in width (``search``'s
+  chunks, ``search_v2``'s line ranges) compare at the same reading budget.
 
-k counts results (chunks), what an agent reading the top k would see. Abstention questions have
-no evidence: they get no retrieval figures and are counted apart (``no_evidence``).
+Abstention questions have no evidence: they get no retrieval figures and are counted apart
+(``no_evidence``).
 """
 
 from __future__ import annotations
@@ -20,68 +25,63 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence, Set
 
-KS: tuple[int, ...] = (1, 3, 5, 10, 30, 50)
-MESSAGE_BUDGETS: tuple[int, ...] = (20, 50)
-RETRIEVAL_KEYS: tuple[str, ...] = ("recall", "any", "shown")
+KS: tuple[int, ...] = (5, 10, 20, 50)
+"""Default message budgets (``--k``): messages shown to the reader."""
+RETRIEVAL_KEYS: tuple[str, ...] = ("recall", "any", "shown", "hits")
 
 
-def covered(hit_ids: Sequence[Set[str]], k: int) -> set[str]:
-    """Message ids shown by the first ``k`` hits."""
+def metric_name(key: str, k: int) -> str:
+    """``recall``, 10 -> ``recall@10msg``."""
+    return f"{key}@{k}msg"
+
+
+def hits_within(hit_ids: Sequence[Set[str]], budget: int) -> int:
+    """How many first hits together show at most ``budget`` distinct messages."""
+    shown: set[str] = set()
+    for read, ids in enumerate(hit_ids):
+        if len(shown | ids) > budget:
+            return read
+        shown |= ids
+    return len(hit_ids)
+
+
+def messages_shown(hit_ids: Sequence[Set[str]], hits: int | None = None) -> set[str]:
+    """Distinct messages the first ``hits`` hits show (all hits when None): duplicates once."""
     out: set[str] = set()
-    for ids in hit_ids[:k]:
+    for ids in hit_ids[:hits]:
         out |= ids
     return out
-
-
-def evidence_recall_at_k(hit_ids: Sequence[Set[str]], evidence: Iterable[str], k: int) -> float:
-    """Share of ``evidence`` shown by the first ``k`` hits; nan without evidence."""
-    wanted = set(evidence)
-    if not wanted:
-        return math.nan
-    return len(wanted & covered(hit_ids, k)) / len(wanted)
-
-
-def evidence_any_at_k(hit_ids: Sequence[Set[str]], evidence: Iterable[str], k: int) -> float:
-    """1.0 when the first ``k`` hits show any evidence message; nan without evidence."""
-    wanted = set(evidence)
-    if not wanted:
-        return math.nan
-    return 1.0 if wanted & covered(hit_ids, k) else 0.0
 
 
 def recall_within_messages(
     hit_ids: Sequence[Set[str]], evidence: Iterable[str], budget: int
 ) -> float:
-    """Recall of the longest prefix of hits that shows at most ``budget`` distinct messages."""
+    """Share of ``evidence`` shown by the hits read within ``budget`` messages; nan without
+    evidence."""
     wanted = set(evidence)
     if not wanted:
         return math.nan
-    shown: set[str] = set()
-    for ids in hit_ids:
-        if len(shown | ids) > budget:
-            break
-        shown |= ids
+    shown = messages_shown(hit_ids, hits_within(hit_ids, budget))
     return len(wanted & shown) / len(wanted)
 
 
 def retrieval_metrics(
-    hit_ids: Sequence[Set[str]],
-    evidence: Iterable[str],
-    ks: Iterable[int] = KS,
-    budgets: Iterable[int] = MESSAGE_BUDGETS,
+    hit_ids: Sequence[Set[str]], evidence: Iterable[str], ks: Iterable[int] = KS
 ) -> dict[str, float]:
-    """``recall@k``, ``any@k``, ``shown@k`` for each k and ``recall@<m>msg`` for each budget;
-    {} for a question without evidence."""
-    wanted = list(evidence)
+    """``recall``, ``any``, ``shown`` and ``hits`` at each budget of ``ks`` messages; {} for a
+    question without evidence."""
+    wanted = set(evidence)
     if not wanted:
         return {}
     out: dict[str, float] = {}
     for k in ks:
-        out[f"recall@{k}"] = evidence_recall_at_k(hit_ids, wanted, k)
-        out[f"any@{k}"] = evidence_any_at_k(hit_ids, wanted, k)
-        out[f"shown@{k}"] = float(len(covered(hit_ids, k)))
-    for budget in budgets:
-        out[f"recall@{budget}msg"] = recall_within_messages(hit_ids, wanted, budget)
+        read = hits_within(hit_ids, k)
+        shown = messages_shown(hit_ids, read)
+        found = wanted & shown
+        out[metric_name("recall", k)] = len(found) / len(wanted)
+        out[metric_name("any", k)] = 1.0 if found else 0.0
+        out[metric_name("shown", k)] = float(len(shown))
+        out[metric_name("hits", k)] = float(read)
     return out
 
 

@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from reme_beam.metrics import MESSAGE_BUDGETS, by_ability
+from reme_beam.metrics import by_ability, metric_name
 from reme_core.bench import BenchUsage, Manifest, RunResult, metric_table
 
 BENCHMARK = "beam"
@@ -80,14 +80,18 @@ def build_result(
 
 
 def columns(ks: Sequence[int], qa: bool) -> dict[str, list[str]]:
-    """The tables of the Markdown report: title -> metric columns."""
+    """The tables of the Markdown report: title -> metric columns, one per message budget k."""
     out = {
-        "evidence recall@k (k results; last columns: within m messages shown)": [
-            *[f"recall@{k}" for k in ks],
-            *[f"recall@{m}msg" for m in MESSAGE_BUDGETS],
+        "evidence recall within k messages shown (recall@<k>msg)": [
+            metric_name("recall", k) for k in ks
         ],
-        "any evidence in the top k": [f"any@{k}" for k in ks],
-        "messages shown by the top k (what that recall costs)": [f"shown@{k}" for k in ks],
+        "any evidence within k messages shown": [metric_name("any", k) for k in ks],
+        "messages shown within budget k (k, or fewer: next hit too wide, or no more hits)": [
+            metric_name("shown", k) for k in ks
+        ],
+        "hits read within k messages shown (how wide the results are)": [
+            metric_name("hits", k) for k in ks
+        ],
     }
     if qa:
         out["answers (rubric judge 0..1; event ordering: tau x F1)"] = [
@@ -96,6 +100,13 @@ def columns(ks: Sequence[int], qa: bool) -> dict[str, list[str]]:
             "tau_norm",
         ]
     return out
+
+
+def compare_metrics(ks: Sequence[int], qa: bool) -> list[str]:
+    """compare.md's side-by-side tables by default: recall at every budget, then the hits the
+    largest budget took."""
+    out = [*(metric_name("recall", k) for k in ks), metric_name("hits", max(ks))]
+    return [*out, "judge"] if qa else out
 
 
 def markdown(result: RunResult, ks: Sequence[int], qa: bool) -> str:

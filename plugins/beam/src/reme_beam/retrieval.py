@@ -8,11 +8,13 @@ should not cost two git calls each.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from reme_core.errors import ConfigError, RemeError
 from reme_core.pipelines.run import PipelineRun
-from reme_core.schema import SearchResponse
+from reme_core.schema import SearchHit, SearchResponse
+from reme_core.search.engine import MAX_LIMIT
 from reme_core.settings import Settings, resolve_component
 
 if TYPE_CHECKING:
@@ -20,6 +22,8 @@ if TYPE_CHECKING:
     from reme_core.runtime import Reme
 
 SEARCH_PIPELINE = "search"
+MessageIds = Callable[[Sequence[SearchHit]], list[frozenset[str]]]
+"""Hits -> the BEAM message ids each shows (``HitMap.hit_ids``)."""
 
 STEP_PACKAGES: dict[str, str] = {
     "search_v2": "reme-lme (pip install -e plugins/lme)",
@@ -88,3 +92,28 @@ class PipelineSearch:
     def close(self) -> None:
         for step in self.steps:
             step.close()
+
+
+def fetch_messages(
+    search: PipelineSearch, query: str, messages: int, message_ids: MessageIds
+) -> tuple[list[SearchHit], list[frozenset[str]]]:
+    """Hits for ``query`` (with the ids each shows) that show at least ``messages`` distinct
+    messages, or every hit there is.
+
+    A hit may show no message, or only ones shown already, so ``messages`` hits are not always
+    enough: the limit doubles until the hits show that many messages, the search runs out (fewer
+    hits than asked for, or no more than the last call gave) or the limit reaches the search's
+    maximum (``MAX_LIMIT``). Only the last call's hits count: a ranking may depend on the limit
+    (candidates per arm follow it), and the last one is what a reader asking for that many gets.
+    """
+    limit = min(max(messages, 1), MAX_LIMIT)
+    hits: list[SearchHit] = []
+    while True:
+        before = len(hits)
+        hits = list(search.search(query, limit).hits)
+        hit_ids = message_ids(hits)
+        shown = len(frozenset().union(*hit_ids)) if hit_ids else 0
+        exhausted = len(hits) < limit or len(hits) <= before
+        if shown >= messages or exhausted or limit >= MAX_LIMIT:
+            return hits, hit_ids
+        limit = min(limit * 2, MAX_LIMIT)

@@ -5,10 +5,10 @@ function taking plain data, so it pickles into a spawned process, which builds i
 (``load_plugins()``) and workspace. Ingestion happens once per conversation; every probing
 question of every ability is then asked against that one workspace.
 
-Per question: the configured search pipeline's hits for the question, mapped to the BEAM message
-ids they show (``HitMap``), give the retrieval metrics; with ``qa``, the ``beam_answer`` and
-``beam_judge`` pipelines (configured ones, else the steps with default settings) answer and
-judge it.
+Per question: the configured search pipeline's hits for the question, as many as it takes to
+show the largest message budget (``fetch_messages``), mapped to the BEAM message ids they show
+(``HitMap``), give the retrieval metrics; with ``qa``, the ``beam_answer`` and ``beam_judge``
+pipelines (configured ones, else the steps with default settings) answer and judge it.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from pydantic import BaseModel, Field
 from reme_beam.data import BeamQuestion, load_conversation
 from reme_beam.hitmap import HitMap
 from reme_beam.ingest import Mode, ingest, run_steps
-from reme_beam.metrics import KS, retrieval_metrics
-from reme_beam.retrieval import PipelineSearch
+from reme_beam.metrics import KS, hits_within, retrieval_metrics
+from reme_beam.retrieval import PipelineSearch, fetch_messages
 from reme_beam.sessions import SessionUnit, build_sessions
 from reme_beam.usage import add, snapshot, spent
 from reme_core.bench.vector_cache import harvest, seed
@@ -33,9 +33,6 @@ from reme_core.plugins import load_plugins
 from reme_core.runtime import Reme
 from reme_core.settings import Settings
 from reme_core.workspace import init_workspace
-
-TOP_HITS_KEPT = 10
-"""Hits recorded per question in the row (the metrics use every hit up to max k)."""
 
 
 class RunOptions(BaseModel):
@@ -47,6 +44,7 @@ class RunOptions(BaseModel):
     dream: bool = False
     session_unit: SessionUnit = "batch"
     ks: tuple[int, ...] = KS
+    """Message budgets: the metrics are taken at each number of messages shown."""
     qa: bool = False
     keep_dir: str | None = None
     """Keep each item's workspace under this folder (debugging); None = delete it."""
@@ -64,6 +62,8 @@ class QuestionRow(BaseModel):
     """Per evidence id, the rank of the first hit showing it (None: not in the hits)."""
     metrics: dict[str, float] = Field(default_factory=dict)
     top_hits: list[dict[str, Any]] = Field(default_factory=list)
+    """The hits read within the largest budget, in rank order (path, lines, message ids): what
+    every figure of the row is computed from."""
     search_seconds: float = 0.0
     answer: str | None = None
     reference: str | None = None
@@ -125,9 +125,9 @@ def _question(
 ) -> QuestionRow:
     evidence = question.evidence
     t0 = time.perf_counter()
-    hits = search.search(question.question, max(options.ks)).hits
+    hits, hit_ids = fetch_messages(search, question.question, max(options.ks), hitmap.hit_ids)
     seconds = time.perf_counter() - t0
-    hit_ids = hitmap.hit_ids(hits)
+    read = hits_within(hit_ids, max(options.ks))
     row = QuestionRow(
         qid=question.qid,
         ability=question.ability,
@@ -138,7 +138,7 @@ def _question(
         metrics=retrieval_metrics(hit_ids, evidence.ids, options.ks),
         top_hits=[
             {"path": h.path, "lines": [h.start_line, h.end_line], "ids": sorted(ids)}
-            for h, ids in list(zip(hits, hit_ids, strict=True))[:TOP_HITS_KEPT]
+            for h, ids in list(zip(hits, hit_ids, strict=True))[:read]
         ],
         search_seconds=seconds,
         reference=question.reference or None,
