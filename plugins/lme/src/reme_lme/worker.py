@@ -16,7 +16,7 @@ from reme_core.runtime import Reme
 from reme_lme import qa
 from reme_lme.anchors import SpanResolver
 from reme_lme.data import Item, ItemRef
-from reme_lme.evidence import evidence
+from reme_lme.evidence import Evidence, evidence
 from reme_lme.ingest import Ingested, ingest_memory, ingest_raw
 from reme_lme.ranking import rank
 from reme_lme.searcher import Searcher
@@ -87,17 +87,7 @@ def score_item(item: Item | ItemRef, options: Options) -> dict[str, Any]:
         )
     turn_corpus = set(wanted.turn_corpus)
     turn_rank = [t for t in turn_rank if t in turn_corpus]
-    metrics: dict[str, float] = {}
-    if scored:
-        metrics.update(
-            retrieval_metrics(
-                session_rank, wanted.sessions, wanted.session_corpus, options.ks, "session_"
-            )
-        )
-        if wanted.turns:
-            metrics.update(
-                retrieval_metrics(turn_rank, wanted.turns, wanted.turn_corpus, options.ks, "turn_")
-            )
+    metrics = _metrics(session_rank, turn_rank, wanted, options.ks)
     if options.qa:
         metrics["qa_accuracy"] = float(row["correct"])
     return {
@@ -111,6 +101,21 @@ def score_item(item: Item | ItemRef, options: Options) -> dict[str, Any]:
         "top_turns": turn_rank[:10],
         **row,
     }
+
+
+def _metrics(
+    session_rank: list[str], turn_rank: list[str], wanted: Evidence, ks: list[int]
+) -> dict[str, float]:
+    """The official metrics of one question: none when it is skipped, no ``turn_*`` without
+    turn labels."""
+    if wanted.skip is not None:
+        return {}
+    metrics = retrieval_metrics(
+        session_rank, wanted.sessions, wanted.session_corpus, ks, "session_"
+    )
+    if wanted.turns:
+        metrics.update(retrieval_metrics(turn_rank, wanted.turns, wanted.turn_corpus, ks, "turn_"))
+    return metrics
 
 
 def _qa(
