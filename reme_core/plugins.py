@@ -367,6 +367,12 @@ def load_plugins() -> Plugins:
     return _plugins
 
 
+def loaded_plugins() -> Plugins | None:
+    """The shared manager if ``load_plugins`` (or a test) has set it up; loads nothing. The CLI
+    asks first: listing plugin commands from a manager already loaded is free."""
+    return _plugins
+
+
 def reset_plugins() -> None:
     """Forget the shared manager (tests)."""
     global _plugins

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from reme_core.cli.group import RemeGroup
 from reme_core.errors import RemeError
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ class ReproduceError(RemeError):
     """The recorded run cannot be redone here, or it was redone and its figures differ."""
 
 
-@click.group("bench")
+@click.group("bench", cls=RemeGroup)
 def bench_group() -> None:
     """Benchmarks: `reme bench <benchmark> run ...` (from benchmark plugins), `reproduce`."""
 

@@ -7,12 +7,13 @@ from pathlib import Path
 import click
 import yaml
 
+from reme_core.cli.group import RemeGroup
 from reme_core.cli.options import emit
 from reme_core.plugins import load_plugins
 from reme_core.settings import load_settings, redacted, validate_components
 
 
-@click.group("config")
+@click.group("config", cls=RemeGroup)
 def config_group() -> None:
     """Inspect configuration."""
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from reme_core.cli.group import RemeGroup
 from reme_core.cli.options import config_file_option, emit, overrides_option, workspace_options
 from reme_core.components import ComponentContext, Tokenizer
 from reme_core.light.agent import AgentContext
@@ -51,7 +52,7 @@ def open_tokenizer(config_file: Path | None, overrides: tuple[str, ...]) -> Toke
     return cls(component_settings, ComponentContext(workspace=root, state_dir=root / ".reme"))
 
 
-@click.group("context")
+@click.group("context", cls=RemeGroup)
 def context_group() -> None:
     """Token budgets and compaction for agent messages (reme_core.light)."""
 

@@ -15,6 +15,7 @@ from typing import Any, TextIO
 import click
 from pydantic import ValidationError
 
+from reme_core.cli.group import RemeGroup
 from reme_core.cli.options import emit, workspace_options
 from reme_core.client import RemoteReme
 from reme_core.errors import RemeError, WorkspaceError
@@ -92,7 +93,7 @@ def _history(result: dict[str, Any]) -> str:
     return ""
 
 
-@click.group("memory")
+@click.group("memory", cls=RemeGroup)
 def memory_group() -> None:
     """Memory records: personal (--user), procedural (--task) and tool guidance (--tool)."""
 

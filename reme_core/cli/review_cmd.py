@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from reme_core.cli.group import RemeGroup
 from reme_core.cli.memory_cmd import call
 from reme_core.cli.options import emit, workspace_options
 
@@ -33,7 +34,7 @@ pipeline_option = click.option(
 by_option = click.option("--by", metavar="NAME", help="Who decides (recorded with the proposal).")
 
 
-@click.group("review")
+@click.group("review", cls=RemeGroup)
 def review_group() -> None:
     """Proposals of pipelines set to `review: queue`: list, show, approve, reject."""
 

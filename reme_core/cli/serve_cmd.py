@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from reme_core.cli.group import RemeGroup
 from reme_core.cli.options import config_file_option, emit, locate_workspace, overrides_option
 from reme_core.plugins import load_plugins
 from reme_core.runtime import STATE_DIR
@@ -111,7 +112,7 @@ def _echo_err(message: str) -> None:
     click.echo(message, err=True)
 
 
-@click.group("token")
+@click.group("token", cls=RemeGroup)
 def token_group() -> None:
     """Bearer tokens for `reme serve`: each has a profile (read, write, admin) and workspaces."""
 

@@ -1,0 +1,104 @@
+"""Where the commands plugins register go: at the top of ``reme`` or nested under a group."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+import click
+
+from reme_core.errors import RemeError
+
+if TYPE_CHECKING:
+    from reme_core.cli.plugin_listing import Listing
+    from reme_core.plugins import Plugins
+
+Tree = dict[str, dict[str, click.Command]]
+"""Parent group ("" for the top) -> command name -> the command a plugin registered there."""
+
+HELP_LIMIT = 10_000
+"""Long enough for any first sentence: a help screen shortens it to fit its own width."""
+
+
+def plugin_tree(plugins: Plugins, core: Callable[[str], click.Command | None]) -> Tree:
+    """The plugins' commands by parent. ``core(name)`` is the top-level command a plugin's
+    command may nest under or collide with. A group no core command is named after is made
+    here, holding its plugins' commands; a name taken twice, or nesting under a plain command,
+    is an error naming the plugin."""
+    from reme_core.cli.group import RemeGroup  # the module imports this one
+
+    tree: Tree = {"": {}}
+    made: dict[str, click.Group] = {}
+    for registered in plugins.commands:
+        name = registered.command.name or ""
+        if registered.group is None:
+            parent, taken = "", core(name) is not None
+        else:
+            parent = registered.group
+            group = core(parent) or tree[""].get(parent)
+            if group is None:
+                group = made[parent] = RemeGroup(
+                    parent, help=f"Commands from {registered.provider}."
+                )
+                tree[""][parent] = group
+            if not isinstance(group, click.Group):
+                raise RemeError(
+                    f"plugin {registered.provider!r} nests a command under {parent!r}, "
+                    "which is a command, not a group"
+                )
+            taken = name in group.commands
+        siblings = tree.setdefault(parent, {})
+        if taken or name in siblings:
+            raise RemeError(
+                f"plugin {registered.provider!r} registers the command {name!r}, "
+                "which already exists"
+            )
+        siblings[name] = registered.command
+        if parent in made:
+            made[parent].add_command(registered.command, name)
+    return tree
+
+
+def listing_of(tree: Tree) -> Listing:
+    """Each command's first help sentence, as a help screen lists it (hidden ones left out)."""
+    return {
+        parent: {
+            name: command.get_short_help_str(HELP_LIMIT)
+            for name, command in commands.items()
+            if not command.hidden
+        }
+        for parent, commands in tree.items()
+    }
+
+
+def packages_of(plugins: Plugins) -> Iterator[str]:
+    """The top-level packages the plugins and their commands are defined in."""
+    for plugin in plugins.pm.get_plugins():
+        yield _top(getattr(plugin, "__name__", None) or type(plugin).__module__)
+    for registered in plugins.commands:
+        callback = registered.command.callback
+        yield _top(getattr(callback, "__module__", None) or type(registered.command).__module__)
+
+
+def _top(module: str) -> str:
+    return module.partition(".")[0]
+
+
+def attach_plugin_commands(group: click.Group, plugins: Plugins) -> None:
+    """Add the commands plugins registered to ``group`` (tests and hand-built command trees;
+    ``reme`` itself looks them up lazily, see ``RemeGroup``)."""
+    from reme_core.cli.group import RemeGroup
+
+    def core(name: str) -> click.Command | None:
+        if isinstance(group, RemeGroup):
+            return group.core_command(name)
+        return group.commands.get(name)
+
+    tree = plugin_tree(plugins, core)
+    for name, command in tree[""].items():
+        group.add_command(command, name)
+    for parent, commands in tree.items():
+        target = core(parent) if parent else None
+        if isinstance(target, click.Group):
+            for name, command in commands.items():
+                target.add_command(command, name)
