@@ -77,7 +77,7 @@ from reme_core.components import ComponentContext, ComponentSettings, KeywordInd
 from reme_core.errors import RemeError
 from reme_core.schema import Chunk
 from reme_core.schema.chunk import chunk_path
-from reme_plugins.sqlite_util import LockedDb, open_db, state_file
+from reme_plugins.sqlite_util import LockedDb, compact, open_db, state_file
 from reme_plugins.text_tokenize import Tokenizer
 
 if TYPE_CHECKING:
@@ -155,8 +155,9 @@ class _Segment:
         return [t for t in found if t is not None and t < n_vocab]
 
     def save(self, folder: Path) -> None:
-        for name in ("data", "indices", "indptr"):
+        for name in ("data", "indptr"):
             _save_array(folder / f"{name}.npy", getattr(self, name))
+        _save_array(folder / "indices.npy", _compact_positions(self.indices, self.n_docs))
         if self.nonoccurrence is not None:
             _save_array(folder / "nonoccurrence.npy", self.nonoccurrence)
         _write_file(folder / "vocab.json", json.dumps(self.vocab, ensure_ascii=False))
@@ -168,7 +169,9 @@ class _Segment:
             nonoccurrence = np.load(folder / "nonoccurrence.npy", allow_pickle=False)
         return cls(
             np.load(folder / "data.npy", allow_pickle=False),
-            np.load(folder / "indices.npy", allow_pickle=False),
+            # Saved in the smallest type that holds them; searched as bm25s built them (int32),
+            # so no query pays a conversion.
+            np.load(folder / "indices.npy", allow_pickle=False).astype(np.int32, copy=False),
             np.load(folder / "indptr.npy", allow_pickle=False),
             json.loads((folder / "vocab.json").read_text(encoding="utf-8")),
             n_docs,
@@ -749,6 +752,10 @@ class Bm25sKeywordIndex(KeywordIndex):
             conn.execute("UPDATE chunks SET main = ?", (generation,))
             conn.executemany("DELETE FROM chunks WHERE id = ?", dropped)
             _set_meta(conn, _MAIN_GENERATION, generation)
+        with self._db.read() as conn:
+            # The merge emptied the delta's partial index, which held every row after a bulk
+            # index: give those pages back rather than keep them as free space on disk.
+            compact(conn)
         if dropped:
             log.warning(
                 "bm25s: %d chunk(s) left out of the index: their text is gone from the text "
@@ -1105,6 +1112,14 @@ def _get_meta(conn: sqlite3.Connection, key: str) -> int | None:
 
 def _set_meta(conn: sqlite3.Connection, key: str, value: int) -> None:
     conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, str(value)))
+
+
+def _compact_positions(indices: np.ndarray, n_docs: int) -> np.ndarray:
+    """Chunk positions in the smallest unsigned type that holds them: up to 65,536 chunks, half
+    the bytes of bm25s's int32 (the postings are most of the index on disk)."""
+    if n_docs <= 1 << 16:
+        return indices.astype(np.uint16, copy=False)
+    return indices.astype(np.uint32, copy=False)
 
 
 def _save_array(path: Path, array: np.ndarray) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -21,11 +22,18 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import NamedTuple
 
+from reme_core.index import spans
+from reme_core.index.spans import NoteReader
 from reme_core.index.sqlite_pool import ReadPool
 from reme_core.schema import Chunk, NoteSummary
+from reme_core.schema.chunk import chunk_id
 from reme_core.workspace.paths import path_matches
 
-SCHEMA_VERSION = 2  # 2: the file's stat (mtime, ctime, inode) beside its content hash
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 3
+"""2: the file's stat (mtime, ctime, inode) beside its content hash; 3: chunk texts as spans of
+their note (``spans``), chunks keyed by (path, ordinal)."""
 CHANGE_LOG = 1024
 """Changes remembered for ``changed_since``: callers more changes behind recompute from scratch."""
 
@@ -45,22 +53,31 @@ CREATE TABLE IF NOT EXISTS notes (
     ctime_ns INTEGER,
     inode INTEGER
 );
-CREATE TABLE IF NOT EXISTS chunks (
-    id TEXT PRIMARY KEY,
-    path TEXT NOT NULL REFERENCES notes(path) ON DELETE CASCADE,
-    ordinal INTEGER NOT NULL,
-    start_line INTEGER NOT NULL,
-    end_line INTEGER NOT NULL,
-    heading TEXT NOT NULL DEFAULT '',
-    text TEXT NOT NULL
-);
-DROP INDEX IF EXISTS chunks_path;
-CREATE INDEX IF NOT EXISTS chunks_path_id ON chunks(path, id);
 CREATE INDEX IF NOT EXISTS notes_status ON notes(status);
 CREATE INDEX IF NOT EXISTS notes_date ON notes(date);
 CREATE TABLE IF NOT EXISTS problems (path TEXT PRIMARY KEY, message TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS unsettled (path TEXT PRIMARY KEY);
 """
+# A chunk's id is "<path>#<ordinal>": the key says it, no id column or second index repeats it.
+# Its text is a span of the note (reme_core.index.spans), stored whole only when it is not one.
+_CHUNKS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS chunks (
+    path TEXT NOT NULL REFERENCES notes(path) ON DELETE CASCADE,
+    ordinal INTEGER NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    heading TEXT NOT NULL DEFAULT '',
+    digest BLOB NOT NULL,
+    span_start INTEGER,
+    span_end INTEGER,
+    prefixed INTEGER NOT NULL DEFAULT 0,
+    text TEXT,
+    PRIMARY KEY (path, ordinal)
+) WITHOUT ROWID;
+"""
+_CHUNK_COLUMNS = (
+    "path, ordinal, start_line, end_line, heading, digest, span_start, span_end, prefixed, text"
+)
 _REBUILDING = "rebuilding"
 """Meta key present while a rebuild is applied: one that never finished is done again."""
 _NOTE_COLUMNS = "path, content_hash, size, name, description, status, date, tags, frontmatter"
@@ -126,6 +143,25 @@ class HitRow(NamedTuple):
     name: str | None
 
 
+class _ChunkRow(NamedTuple):
+    """A chunk as the catalog stores it (``_CHUNK_COLUMNS``), its span decoded."""
+
+    path: str
+    ordinal: int
+    start_line: int
+    end_line: int
+    heading: str
+    digest: bytes
+    span: spans.Span | None
+    text: str | None
+
+    @classmethod
+    def of(cls, row: tuple) -> _ChunkRow:
+        path, ordinal, start_line, end_line, heading, digest, start, end, prefixed, text = row
+        span = spans.span_of(start, end, prefixed)
+        return cls(path, ordinal, start_line, end_line, heading, digest, span, text)
+
+
 class FileState(NamedTuple):
     """A catalog row as the scan needs it: the content hash and the stat recorded with it."""
 
@@ -145,6 +181,8 @@ class Catalog:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA foreign_keys=ON")
         self._db.executescript(_SCHEMA)
+        _migrate_chunks(self._db, db_path)
+        self._db.executescript(_CHUNKS_SCHEMA)
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(notes)")}
         for column in _STAT_COLUMNS:  # a version 1 catalog: stats are recorded from now on
             if column not in columns:
@@ -158,6 +196,12 @@ class Catalog:
         self._changes: deque[tuple[int, str]] = deque(maxlen=CHANGE_LOG)
         self._changes_floor = 0  # changed_since(g) is known for every g from here on
         self._pool = ReadPool(db_path)
+        self._read_note: NoteReader | None = None
+
+    def attach_note_reader(self, read: NoteReader) -> None:
+        """Read chunk texts back from the notes through ``read`` (the indexer's, confined to the
+        workspace); until then texts are stored whole and spans cannot be read."""
+        self._read_note = read
 
     def close(self) -> None:
         with self._lock:
@@ -166,15 +210,30 @@ class Catalog:
 
     # -- writes ------------------------------------------------------------------------------
 
-    def put(self, note: NoteSummary, chunks: Sequence[Chunk], stat: FileStat | None = None) -> None:
+    def put(
+        self,
+        note: NoteSummary,
+        chunks: Sequence[Chunk],
+        stat: FileStat | None = None,
+        text: str | None = None,
+    ) -> None:
         """Replace the row of ``note.path`` and all its chunks, in one transaction. ``stat``:
-        the file's stat taken before it was read (None: the next scan hashes it again)."""
+        the file's stat taken before it was read (None: the next scan hashes it again).
+        ``text``: the note's text the chunks came from; chunk texts found in it are kept as
+        spans of the note (read back through the attached note reader), the others whole."""
+        kept = spans.store(chunks, text if self._read_note is not None else None)
         with self._lock:
             with self._tx():
-                self._put(note, chunks, stat)
+                self._put(note, chunks, stat, kept)
             self._changed(note.path)
 
-    def _put(self, note: NoteSummary, chunks: Sequence[Chunk], stat: FileStat | None) -> None:
+    def _put(
+        self,
+        note: NoteSummary,
+        chunks: Sequence[Chunk],
+        stat: FileStat | None,
+        kept: Sequence[spans.StoredText],
+    ) -> None:
         self._db.execute("DELETE FROM chunks WHERE path = ?", (note.path,))
         self._db.execute(
             f"INSERT OR REPLACE INTO notes({_NOTE_COLUMNS}, {', '.join(_STAT_COLUMNS)})"
@@ -193,11 +252,19 @@ class Catalog:
             ),
         )
         self._db.executemany(
-            "INSERT INTO chunks(id, path, ordinal, start_line, end_line, heading, text)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO chunks({_CHUNK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
-                (c.id, c.path, c.ordinal, c.start_line, c.end_line, c.heading, c.text)
-                for c in chunks
+                (
+                    c.path,
+                    c.ordinal,
+                    c.start_line,
+                    c.end_line,
+                    c.heading,
+                    k.digest,
+                    *spans.span_columns(k),
+                    k.text,
+                )
+                for c, k in zip(chunks, kept, strict=True)
             ],
         )
         self._db.execute("DELETE FROM problems WHERE path = ?", (note.path,))
@@ -328,42 +395,34 @@ class Catalog:
         return found
 
     def chunks(self, ids: Sequence[str]) -> dict[str, Chunk]:
+        """The chunks ``ids`` whose text their note still holds."""
         found: dict[str, Chunk] = {}
-        with self._read() as db:
-            for start in range(0, len(ids), 500):
-                batch = list(ids[start : start + 500])
-                marks = ",".join("?" * len(batch))
-                rows = db.execute(
-                    "SELECT id, path, ordinal, start_line, end_line, heading, text FROM chunks"
-                    f" WHERE id IN ({marks})",
-                    batch,
-                )
-                for cid, path, ordinal, start_line, end_line, heading, text in rows:
-                    found[cid] = Chunk(
-                        path=path,
-                        ordinal=ordinal,
-                        start_line=start_line,
-                        end_line=end_line,
-                        heading=heading,
-                        text=text,
-                    )
+        for row, text in self._resolved(ids):
+            found[chunk_id(row.path, row.ordinal)] = Chunk(
+                path=row.path,
+                ordinal=row.ordinal,
+                start_line=row.start_line,
+                end_line=row.end_line,
+                heading=row.heading,
+                text=text,
+            )
         return found
 
     def hit_rows(self, ids: Sequence[str]) -> dict[str, HitRow]:
-        """The chunks ``ids`` with their notes' names, in one query (a search's hits)."""
-        found: dict[str, HitRow] = {}
-        with self._read() as db:
-            for start in range(0, len(ids), 500):
-                batch = list(ids[start : start + 500])
-                marks = ",".join("?" * len(batch))
-                rows = db.execute(
-                    "SELECT c.id, c.path, c.start_line, c.end_line, c.heading, c.text, n.name"
-                    f" FROM chunks c JOIN notes n ON n.path = c.path WHERE c.id IN ({marks})",
-                    batch,
-                )
-                for cid, *row in rows:
-                    found[cid] = HitRow(*row)
-        return found
+        """The chunks ``ids`` with their notes' names (a search's hits). A chunk whose note no
+        longer holds its text (edited since it was indexed, or gone) is left out."""
+        names = self.labels(spans.by_path(ids))
+        return {
+            chunk_id(row.path, row.ordinal): HitRow(
+                row.path,
+                row.start_line,
+                row.end_line,
+                row.heading,
+                text,
+                names[row.path].name if row.path in names else None,
+            )
+            for row, text in self._resolved(ids)
+        }
 
     def labels(self, paths: Iterable[str]) -> dict[str, NoteLabel]:
         """Name and description of each indexed note among ``paths``."""
@@ -380,34 +439,52 @@ class Catalog:
 
     def chunk_texts(self, ids: Sequence[str]) -> dict[str, str]:
         """Chunk id -> text, for the ids the catalog holds (a keyword index's text source)."""
-        found: dict[str, str] = {}
-        with self._read() as db:
-            for start in range(0, len(ids), 500):
-                batch = list(ids[start : start + 500])
-                marks = ",".join("?" * len(batch))
-                found.update(
-                    db.execute(f"SELECT id, text FROM chunks WHERE id IN ({marks})", batch)
-                )
-        return found
+        return {chunk_id(row.path, row.ordinal): text for row, text in self._resolved(ids)}
 
     def chunk_rows(self, paths: Iterable[str] | None = None) -> list[tuple[str, str, str]]:
-        """``(chunk_id, path, text)`` of every chunk, or of the chunks of ``paths``."""
+        """``(chunk_id, path, text)`` of every chunk, or of the chunks of ``paths``, in note
+        order; chunks whose note no longer holds their text are left out."""
+        resolver = spans.Resolver(self._read_note)
+        return [
+            (chunk_id(row.path, row.ordinal), row.path, text)
+            for row in self._chunk_rows(paths)
+            if (text := resolver.text(row.path, row.heading, row.digest, row.span, row.text))
+            is not None
+        ]
+
+    def chunk_hashes(self, paths: Iterable[str] | None = None) -> list[tuple[str, str, str]]:
+        """``(chunk_id, path, SHA-256 hex of its text)`` of every chunk, or of ``paths``'s:
+        what changed, without reading a note."""
+        return [
+            (chunk_id(row.path, row.ordinal), row.path, row.digest.hex())
+            for row in self._chunk_rows(paths)
+        ]
+
+    def _chunk_rows(self, paths: Iterable[str] | None) -> list[_ChunkRow]:
+        sql = f"SELECT {_CHUNK_COLUMNS} FROM chunks"
         with self._read() as db:
             if paths is None:
-                return db.execute(
-                    "SELECT id, path, text FROM chunks ORDER BY path, ordinal"
-                ).fetchall()
-            rows: list[tuple[str, str, str]] = []
+                return [_ChunkRow.of(r) for r in db.execute(f"{sql} ORDER BY path, ordinal")]
+            rows: list[_ChunkRow] = []
             wanted = list(dict.fromkeys(paths))
             for start in range(0, len(wanted), 500):
                 batch = wanted[start : start + 500]
                 marks = ",".join("?" * len(batch))
-                rows += db.execute(
-                    f"SELECT id, path, text FROM chunks WHERE path IN ({marks})"
-                    " ORDER BY path, ordinal",
-                    batch,
-                ).fetchall()
+                found = db.execute(f"{sql} WHERE path IN ({marks}) ORDER BY path, ordinal", batch)
+                rows += map(_ChunkRow.of, found)
             return rows
+
+    def _resolved(self, ids: Sequence[str]) -> list[tuple[_ChunkRow, str]]:
+        """The rows of ``ids`` the catalog holds, with their texts (those still readable)."""
+        wanted = spans.by_path(ids)
+        resolver = spans.Resolver(self._read_note)
+        out: list[tuple[_ChunkRow, str]] = []
+        for row in self._chunk_rows(wanted):
+            if row.ordinal in wanted[row.path]:
+                text = resolver.text(row.path, row.heading, row.digest, row.span, row.text)
+                if text is not None:
+                    out.append((row, text))
+        return out
 
     def chunk_ids(
         self,
@@ -446,7 +523,10 @@ class Catalog:
             clauses.append("n.date <= ?")
             params.append(until.isoformat())
         where = " AND ".join(clauses) or "1"
-        sql = f"SELECT c.id, c.path FROM chunks c JOIN notes n ON n.path = c.path WHERE {where}"
+        sql = (
+            "SELECT c.path || '#' || c.ordinal, c.path FROM chunks c JOIN notes n"
+            f" ON n.path = c.path WHERE {where}"
+        )
         rows: list[tuple[str, str]] = []
         with self._read() as db:
             if paths is None:
@@ -480,7 +560,7 @@ class Catalog:
     def all_chunk_ids(self) -> set[str]:
         """Every chunk id, unfiltered (cheaper than ``chunk_ids()``: no join)."""
         with self._read() as db:
-            return {row[0] for row in db.execute("SELECT id FROM chunks")}
+            return {row[0] for row in db.execute("SELECT path || '#' || ordinal FROM chunks")}
 
     def tags_by_path(self) -> dict[str, list[str]]:
         """The tags of every note that has any."""
@@ -549,3 +629,39 @@ def _note(row: tuple) -> NoteSummary:
         tags=json.loads(tags),
         frontmatter=json.loads(frontmatter),
     )
+
+
+def _migrate_chunks(db: sqlite3.Connection, db_path: Path) -> None:
+    """Move a schema-2 chunks table (an id column, texts always stored) to the current one.
+
+    Texts are kept whole, so nothing has to be read and every search answers as before; each
+    note's chunks become spans when it is indexed again (``reme reindex`` does them all).
+    """
+    columns = {row[1] for row in db.execute("PRAGMA table_info(chunks)")}
+    if "id" not in columns:
+        return
+    log.info(
+        "catalog %s: chunks moved to schema %d (keyed by path and ordinal; texts are read from "
+        "the notes once each is indexed again, `reme reindex` does all of them)",
+        db_path,
+        SCHEMA_VERSION,
+    )
+    db.execute("BEGIN")
+    try:
+        db.execute("ALTER TABLE chunks RENAME TO chunks_v2")
+        db.execute("DROP INDEX IF EXISTS chunks_path_id")
+        db.execute("DROP INDEX IF EXISTS chunks_path")
+        db.execute(_CHUNKS_SCHEMA)
+        rows = db.execute(
+            "SELECT path, ordinal, start_line, end_line, heading, text FROM chunks_v2"
+        ).fetchall()
+        db.executemany(
+            f"INSERT OR REPLACE INTO chunks({_CHUNK_COLUMNS})"
+            " VALUES (?, ?, ?, ?, ?, ?, NULL, NULL, 0, ?)",
+            [(p, o, s, e, h, spans.digest(t), t) for p, o, s, e, h, t in rows],
+        )
+        db.execute("DROP TABLE chunks_v2")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")

@@ -78,6 +78,8 @@ class _PreparedFile:
     """A problem that still lets the file be indexed (broken frontmatter: the text is indexed)."""
     stat: FileStat | None = None
     """The file's stat taken before it was read, recorded beside its hash (None: not settled)."""
+    text: str | None = None
+    """The text the chunks came from: the catalog keeps chunk texts as spans of it."""
 
 
 @dataclass
@@ -156,6 +158,8 @@ class Indexer:
         """Set by the runtime when vectors are configured; ``update`` embeds before returning."""
         # The catalog holds every chunk's text already: an index may read them back from it.
         keyword.attach_text_source(catalog.chunk_texts)
+        # ... and the catalog reads them from the notes, as spans checked against their digests.
+        catalog.attach_note_reader(self._note_text)
         self._resolver: LinkResolver | None = None
         self._resolver_files: list[str] | None = None
         """The scope a scan just listed, for the resolver when that scan needs one."""
@@ -389,7 +393,9 @@ class Indexer:
         links = None
         if suffix == ".md" and self.graph is not None:
             links = self._link_resolver().links_for(path, text)
-        return _PreparedFile(path, summary, list(chunks), links, warning=warning, stat=file_stat)
+        return _PreparedFile(
+            path, summary, list(chunks), links, warning=warning, stat=file_stat, text=text
+        )
 
     def _apply(self, plan: _Plan) -> IndexReport:
         """Apply ``plan`` to every projection in one exclusive hold: no reader sees it half done."""
@@ -438,7 +444,7 @@ class Indexer:
 
     def _put(self, prepared: _PreparedFile) -> None:
         assert prepared.summary is not None
-        self.catalog.put(prepared.summary, prepared.chunks, prepared.stat)
+        self.catalog.put(prepared.summary, prepared.chunks, prepared.stat, prepared.text)
         self.keyword.upsert(prepared.path, prepared.chunks)
         if self.tags is not None:
             self.tags.set_tags(prepared.path, prepared.summary.tags)
@@ -552,6 +558,16 @@ class Indexer:
         try:
             return (self.paths.root / path).read_bytes()
         except OSError:
+            return None
+
+    def _note_text(self, path: str) -> str | None:
+        """A note's current text, read as indexing reads it (None: unreadable or refused)."""
+        data = self._read(path)
+        if data is None:
+            return None
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
             return None
 
     def _decode(self, path: str, data: bytes) -> str:
