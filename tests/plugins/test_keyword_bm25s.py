@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import bm25s
+import numpy as np
 import pytest
 from pydantic import ValidationError
 
@@ -727,3 +728,38 @@ def test_format_2_rows_are_migrated(open_index: Opener, state_dir: Path) -> None
     assert not (folder / "chunks.sqlite3").exists()
     ix.upsert("n/1.md", make_chunks("n/1.md", "heron number1"))  # unchanged: no delta
     assert ix.stats()["delta_chunks"] == 0
+
+
+def test_main_postings_are_saved_compact_and_score_the_same_after_reopen(
+    open_index: Opener, state_dir: Path
+) -> None:
+    ix = open_index()
+    fill(ix, 40)
+    ix.optimize()
+    ix.flush()
+    before = ix.search("gardening number7", 10)
+    main = state_dir / "bm25s" / json.loads((state_dir / "bm25s/manifest.json").read_text())["main"]
+    # Chunk positions fit 16 bits here: half the bytes of bm25s's int32 on disk.
+    assert np.load(main / "indices.npy").dtype == np.uint16
+    assert open_index().search("gardening number7", 10) == before
+
+
+def test_positions_past_16_bits_are_saved_in_32() -> None:
+    wide = keyword_bm25s._compact_positions(np.array([0, 70_000], dtype=np.int32), 70_001)
+    assert wide.dtype == np.uint32 and wide.tolist() == [0, 70_000]
+    assert keyword_bm25s._compact_positions(np.array([65_535]), 65_536).dtype == np.uint16
+
+
+def test_a_merge_gives_back_the_pages_a_bulk_index_freed(
+    open_index: Opener, state_dir: Path
+) -> None:
+    ix = open_index()
+    ix.attach_text_source(lambda ids: {})  # rows without texts, as beside the catalog
+    fill(ix, 2000)
+    ix.flush()  # every row is delta, in the partial index, until the merge
+    ix.optimize()
+    ix.flush()
+    with sqlite3.connect(state_dir / "bm25s" / "rows.sqlite3") as conn:
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        free = conn.execute("PRAGMA freelist_count").fetchone()[0]
+    assert free <= pages // 4
