@@ -7,17 +7,17 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from reme_core.client import RemeClient, RemoteReme, token_for
 from reme_core.errors import WorkspaceError
-from reme_core.plugins import load_plugins
-from reme_core.runtime import STATE_DIR, Reme
-from reme_core.server.discovery import Discovery, ServerRunningError, lock_held, read_discovery
-from reme_core.service.operations import plain
-from reme_core.settings import Settings, load_settings
+
+# Only opening a workspace needs the runtime, the HTTP client, settings and plugins: they are
+# imported there, so a command's --help (and modules importing the options) stay light.
+if TYPE_CHECKING:
+    from reme_core.server.discovery import Discovery
+    from reme_core.settings import Settings
 
 config_file_option = click.option(
     "--config",
@@ -50,6 +50,8 @@ a command that writes is refused while a server owns the workspace)."""
 
 def find_workspace(start: Path) -> Path | None:
     """The nearest folder at or above ``start`` that holds ``.reme/`` (as git finds a repo)."""
+    from reme_core.runtime import STATE_DIR
+
     for folder in (start, *start.parents):
         if (folder / STATE_DIR).is_dir():
             return folder
@@ -67,6 +69,8 @@ def locate_workspace(
     one up. Anything else is refused, naming ``reme init`` and ``-w``: a command run in the wrong
     folder must not make it a workspace and index everything below it.
     """
+    from reme_core.runtime import STATE_DIR
+
     if workspace is not None:
         root = workspace.expanduser().resolve()
     elif settings.workspace is not None:
@@ -144,6 +148,12 @@ def open_workspace(
 ) -> Any:
     """A ``Reme`` (in-process) or a ``RemoteReme`` (through the server that owns the workspace);
     see ``workspace_options``."""
+    from reme_core.client import RemeClient, RemoteReme, token_for
+    from reme_core.plugins import load_plugins
+    from reme_core.runtime import Reme
+    from reme_core.server.discovery import ServerRunningError, lock_held, read_discovery
+    from reme_core.settings import load_settings
+
     settings = load_settings(config_file, overrides)
     root = locate_workspace(workspace, settings)
     if lock_held(root):
@@ -171,6 +181,8 @@ def _second_writer(
     local: bool,
     busy: str,
 ) -> str:
+    from reme_core.runtime import STATE_DIR
+
     if info is None:
         return (
             f"a reme server is starting for {root} (it holds {STATE_DIR}/server.lock but has not "
@@ -192,6 +204,8 @@ def _second_writer(
 def emit(result: Any, as_json: bool, text: Callable[[Any], str] | None = None) -> None:
     """Print a result as JSON or through ``text`` (default: JSON anyway)."""
     if as_json or text is None:
+        from reme_core.service.operations import plain
+
         click.echo(json.dumps(plain(result), indent=2, ensure_ascii=False, default=str))
     else:
         output = text(result)

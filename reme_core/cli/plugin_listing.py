@@ -2,12 +2,12 @@
 
 ``reme --help`` and ``reme bench --help`` list plugin commands, but finding them means importing
 every plugin module (pydantic models, numpy, the plugins' own imports: about a second). So the
-listing is written the first time a help screen needs it and read back while its stamp holds: the
-installed distributions on ``sys.path`` (name and modification time of each ``*.dist-info``,
-``*.egg-info`` and ``.pth``), REME_BLOCK_PLUGINS and REME_LOAD_PLUGINS, reme's version, and the
-size and modification time of every ``.py`` file in the packages the plugins live in (an editable
-install changes without a new version). Only help screens read it: running a plugin command, or
-any command not in the core table, loads the plugins themselves.
+listing is written the first time a help screen needs it and read back while its stamp holds:
+the installed distributions on ``sys.path`` past the script's folder (name and modification time
+of each ``*.dist-info``, ``*.egg-info`` and ``.pth``), REME_BLOCK_PLUGINS and REME_LOAD_PLUGINS,
+reme's version, and the size and modification time of every ``.py`` file in the packages the
+plugins live in (an editable install changes without a new version). Only help screens read it:
+running a plugin command, or any command not in the core table, loads the plugins themselves.
 
 The file lives in ``$XDG_CACHE_HOME/reme`` (default ``~/.cache/reme``), one per Python prefix;
 when that folder cannot be written, every help screen loads the plugins, as before.
@@ -80,8 +80,10 @@ def stamp(packages: Iterable[str]) -> str:
 
 def _installed() -> Iterator[str]:
     # What pip changes on install, upgrade or uninstall, without reading any metadata file
-    # (importlib.metadata parses every distribution's: tens of milliseconds).
-    for entry in sys.path:
+    # (importlib.metadata parses every distribution's: tens of milliseconds). sys.path[0] is
+    # left out: it is the script's folder or the current one, which changes with how reme was
+    # started (the console script, python -c), not with what is installed.
+    for entry in sys.path[1:]:
         try:
             found = sorted(os.scandir(entry or "."), key=lambda e: e.name)
         except OSError:

@@ -209,6 +209,12 @@ def test_the_listing_stands_in_for_the_plugins_while_its_stamp_holds(
     assert len(loads) == 2  # another plugin set: asked again
 
 
+def on_path(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
+    """``folder`` as a site folder: after sys.path[0], which the stamp leaves out."""
+    monkeypatch.setattr(sys, "path", [sys.path[0], str(folder), *sys.path[1:]])
+    importlib.invalidate_caches()
+
+
 def test_the_stamp_follows_installs_and_plugin_sources(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
@@ -217,7 +223,7 @@ def test_the_stamp_follows_installs_and_plugin_sources(
     package.mkdir(parents=True)
     source = package / "__init__.py"
     source.write_text("X = 1\n", encoding="utf-8")
-    monkeypatch.syspath_prepend(str(site))
+    on_path(monkeypatch, site)
     before = stamp(["fake_plugin_pkg"])
     assert stamp(["fake_plugin_pkg"]) == before
     source.write_text("X = 22\n", encoding="utf-8")  # an editable install's file edited
@@ -231,7 +237,7 @@ def test_a_stale_listing_is_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyP
     site = tmp_path / "site"
     (site / "fake_plugin_pkg").mkdir(parents=True)
     (site / "fake_plugin_pkg" / "__init__.py").write_text("", encoding="utf-8")
-    monkeypatch.syspath_prepend(str(site))
+    on_path(monkeypatch, site)
     listing = {"": {"hello": "Say hello."}}
     write_listing(listing, ["fake_plugin_pkg"])
     assert read_listing() == listing
