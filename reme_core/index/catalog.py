@@ -562,10 +562,24 @@ class Catalog:
         with self._read() as db:
             return {row[0] for row in db.execute("SELECT path || '#' || ordinal FROM chunks")}
 
-    def tags_by_path(self) -> dict[str, list[str]]:
-        """The tags of every note that has any."""
+    def paths_with_tags(self) -> set[str]:
+        """Paths whose note lists any tag (no tag list is parsed)."""
         with self._read() as db:
-            rows = db.execute("SELECT path, tags FROM notes WHERE tags != '[]'").fetchall()
+            return {row[0] for row in db.execute("SELECT path FROM notes WHERE tags != '[]'")}
+
+    def tags_by_path(self, paths: Iterable[str] | None = None) -> dict[str, list[str]]:
+        """The tags of every note that has any (of ``paths`` when given)."""
+        sql = "SELECT path, tags FROM notes WHERE tags != '[]'"
+        with self._read() as db:
+            if paths is None:
+                rows = db.execute(sql).fetchall()
+            else:
+                wanted = list(dict.fromkeys(paths))
+                rows = []
+                for start in range(0, len(wanted), 500):
+                    batch = wanted[start : start + 500]
+                    marks = ",".join("?" * len(batch))
+                    rows += db.execute(f"{sql} AND path IN ({marks})", batch).fetchall()
         # One JSON array of every note's list: a single parse, not one per note.
         lists = json.loads("[" + ",".join(tags for _, tags in rows) + "]")
         return {path: tags for (path, _), tags in zip(rows, lists, strict=True)}

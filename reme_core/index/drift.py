@@ -186,10 +186,14 @@ def measure(indexer: Indexer, on_disk: Iterable[str] | None = None) -> Drift:
     if indexer.tags is not None:
         tagged = indexer.tags.tagged_paths()
         if tagged is not None:
-            expected = {
-                path for path, tags in catalog.tags_by_path().items() if any(map(_real_tag, tags))
+            # Only notes with tags the tag index lacks need their tags parsed: a tag list may
+            # hold nothing the index keeps ("#" alone).
+            untagged = catalog.paths_with_tags() - tagged
+            drift.tags_missing = {
+                path
+                for path, tags in catalog.tags_by_path(untagged).items()
+                if any(map(_real_tag, tags))
             }
-            drift.tags_missing = expected - tagged
             drift.tags_orphans = tagged - indexed
     if indexer.graph is not None:
         sources = indexer.graph.sources()

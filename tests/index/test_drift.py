@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import FAKE_VECTORS
+from conftest import FAKE_VECTORS, KEYWORD_ONLY_ENV
 
 from reme_core.plugins import Plugins
 from reme_core.runtime import Reme
@@ -335,3 +335,21 @@ def test_a_longer_burst_killed_at_random_points_always_repairs(
     figures = crash_iterations(root, default_plugins, iterations=25, seed=11)
     report_figures(figures)
     assert all(row["drift_after"] == 0 for row in figures)
+
+
+def test_tags_the_tag_index_lost_are_reported_and_repaired(
+    workspace: Path, default_plugins: Plugins
+) -> None:
+    wiki = "digest/wiki/postgres-tuning.md"
+    bare = "digest/wiki/bare-tag.md"  # its only tag normalises to nothing: never drift
+    (workspace / bare).write_text("---\ntags: ['#']\n---\n# Bare\n\nNo real tag.\n", "utf-8")
+    with Reme.open(workspace, plugins=default_plugins, env=KEYWORD_ONLY_ENV) as reme:
+        reme.index()
+        assert reme.tags.tags(wiki) and reme.status()["drift"]["found"] is False
+    with sqlite3.connect(workspace / ".reme" / "tags.sqlite3") as db:
+        db.execute("DELETE FROM tags WHERE path = ?", (wiki,))
+    with Reme.open(workspace, plugins=default_plugins, env=KEYWORD_ONLY_ENV) as reme:
+        drift = reme.status()["drift"]
+        assert drift["tags"] == {"missing": 1, "orphans": 0, "sample": [wiki]}
+        assert reme.index().repaired == [wiki]
+        assert reme.tags.tags(wiki) and reme.status()["drift"]["found"] is False
