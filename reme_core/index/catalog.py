@@ -409,20 +409,18 @@ class Catalog:
         return found
 
     def hit_rows(self, ids: Sequence[str]) -> dict[str, HitRow]:
-        """The chunks ``ids`` with their notes' names (a search's hits). A chunk whose note no
-        longer holds its text (edited since it was indexed, or gone) is left out."""
-        names = self.labels(spans.by_path(ids))
-        return {
-            chunk_id(row.path, row.ordinal): HitRow(
-                row.path,
-                row.start_line,
-                row.end_line,
-                row.heading,
-                text,
-                names[row.path].name if row.path in names else None,
-            )
-            for row, text in self._resolved(ids)
-        }
+        """The chunks ``ids`` with their notes' names, in one query (a search's hits). A chunk
+        whose note no longer holds its text (edited since it was indexed, or gone) is left out."""
+        found: dict[str, HitRow] = {}
+        resolver = spans.Resolver(self._read_note)
+        for *chunk, name in self._rows_of(ids, with_name=True):
+            row = _ChunkRow.of(tuple(chunk))
+            text = resolver.text(row.path, row.heading, row.digest, row.span, row.text)
+            if text is not None:
+                found[chunk_id(row.path, row.ordinal)] = HitRow(
+                    row.path, row.start_line, row.end_line, row.heading, text, name
+                )
+        return found
 
     def labels(self, paths: Iterable[str]) -> dict[str, NoteLabel]:
         """Name and description of each indexed note among ``paths``."""
@@ -476,15 +474,34 @@ class Catalog:
 
     def _resolved(self, ids: Sequence[str]) -> list[tuple[_ChunkRow, str]]:
         """The rows of ``ids`` the catalog holds, with their texts (those still readable)."""
-        wanted = spans.by_path(ids)
         resolver = spans.Resolver(self._read_note)
         out: list[tuple[_ChunkRow, str]] = []
-        for row in self._chunk_rows(wanted):
-            if row.ordinal in wanted[row.path]:
-                text = resolver.text(row.path, row.heading, row.digest, row.span, row.text)
-                if text is not None:
-                    out.append((row, text))
+        for row in map(_ChunkRow.of, self._rows_of(ids)):
+            text = resolver.text(row.path, row.heading, row.digest, row.span, row.text)
+            if text is not None:
+                out.append((row, text))
         return out
+
+    def _rows_of(self, ids: Sequence[str], *, with_name: bool = False) -> list[tuple]:
+        """The stored rows of the chunks ``ids`` (``_CHUNK_COLUMNS``, then the note's name when
+        ``with_name``): one primary-key lookup per id."""
+        keys = [(path, int(ordinal)) for path, _, ordinal in (cid.rpartition("#") for cid in ids)
+                if ordinal.isdigit()]  # fmt: skip
+        columns = ", ".join(f"c.{c}" for c in _CHUNK_COLUMNS.split(", "))
+        name = ", n.name" if with_name else ""
+        join = " JOIN notes n ON n.path = c.path" if with_name else ""
+        rows: list[tuple] = []
+        with self._read() as db:
+            for start in range(0, len(keys), 400):  # two parameters each: under SQLite's 999
+                batch = keys[start : start + 400]
+                values = ",".join(["(?, ?)"] * len(batch))
+                rows += db.execute(
+                    f"WITH wanted(path, ordinal) AS (VALUES {values}) SELECT {columns}{name}"
+                    " FROM wanted w JOIN chunks c ON c.path = w.path AND c.ordinal = w.ordinal"
+                    f"{join}",
+                    [value for key in batch for value in key],
+                ).fetchall()
+        return rows
 
     def chunk_ids(
         self,

@@ -159,6 +159,7 @@ class Indexer:
         # The catalog holds every chunk's text already: an index may read them back from it.
         keyword.attach_text_source(catalog.chunk_texts)
         # ... and the catalog reads them from the notes, as spans checked against their digests.
+        self._root = str(self.paths.root)
         catalog.attach_note_reader(self._note_text)
         self._resolver: LinkResolver | None = None
         self._resolver_files: list[str] | None = None
@@ -561,8 +562,18 @@ class Indexer:
             return None
 
     def _note_text(self, path: str) -> str | None:
-        """A note's current text, read as indexing reads it (None: unreadable or refused)."""
-        data = self._read(path)
+        """A note's current text, read as indexing reads it (None: unreadable or refused).
+
+        Search reads its hits' notes through this, so a plain file (not a link, one hard link,
+        not too big) is read with a few system calls, without the full confinement check
+        (``refusal`` resolves every folder): the catalog serves a text only when it is the one
+        indexed from inside the workspace (its digest), and a FIFO or device is never read.
+        """
+        data = None
+        if not os.path.isabs(path) and ".." not in path.split("/"):
+            data = _read_plain(os.path.join(self._root, path), self.max_file_bytes)
+        if data is None:
+            data = self._read(path)  # a link, a hard link, or unreadable: the full check decides
         if data is None:
             return None
         try:
@@ -598,6 +609,27 @@ class Indexer:
 
 class _Unindexable(RemeError):
     """A file in scope that cannot be indexed (binary, too large, not UTF-8)."""
+
+
+def _read_plain(full: str, max_bytes: int) -> bytes | None:
+    """The bytes of a regular file with one link and at most ``max_bytes``; None for anything
+    else (a symlink is not followed, a FIFO does not block the open)."""
+    try:
+        fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or st.st_size > max_bytes:
+            return None
+        chunks = []
+        while chunk := os.read(fd, max(st.st_size, 1 << 16)):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _hash(data: bytes) -> str:
