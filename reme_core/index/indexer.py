@@ -573,7 +573,11 @@ class Indexer:
         if not os.path.isabs(path) and ".." not in path.split("/"):
             data = _read_plain(os.path.join(self._root, path), self.max_file_bytes)
         if data is None:
-            data = self._read(path)  # a link, a hard link, or unreadable: the full check decides
+            # A link or a hard link: the full check decides; a FIFO or device is never read.
+            st = _stat(self.paths.root / path)
+            if st is None or not stat.S_ISREG(st.st_mode):
+                return None
+            data = self._read(path)
         if data is None:
             return None
         try:

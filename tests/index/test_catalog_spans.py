@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 from pathlib import Path
 
@@ -153,3 +154,25 @@ def test_search_over_an_edited_note_serves_no_stale_text(
         reme.index()
         hits = reme.search("otter urchins", limit=3, expand=False).hits
         assert hits[0].path == "digest/wiki/otter.md" and "floats on urchins" in hits[0].text
+
+
+def test_search_reads_no_note_through_a_link_out_of_the_workspace_nor_a_fifo(
+    workspace: Path, default_plugins: Plugins, tmp_path: Path
+) -> None:
+    note = workspace / NOTE_PATH
+    text = "# Otter\n\nThe otter cracks urchins on a stone.\n"
+    note.write_text(text, "utf-8")
+    with Reme.open(workspace, plugins=default_plugins, env=KEYWORD_ONLY_ENV) as reme:
+        reme.index()
+        assert [h.path for h in reme.search("otter urchins", limit=1, expand=False).hits] == [
+            NOTE_PATH
+        ]
+        # The same bytes, but outside the workspace: never read through the link.
+        outside = tmp_path / "outside.md"
+        outside.write_text(text, "utf-8")
+        note.unlink()
+        note.symlink_to(outside)
+        assert NOTE_PATH not in {h.path for h in reme.search("otter urchins", expand=False).hits}
+        note.unlink()
+        os.mkfifo(note)  # opening it to read would wait for a writer
+        assert NOTE_PATH not in {h.path for h in reme.search("otter urchins", expand=False).hits}
