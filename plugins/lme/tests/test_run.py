@@ -33,6 +33,8 @@ def test_smoke_run_in_raw_mode(cli: click.Group, data: Path, tmp_path: Path) -> 
     assert [i["id"] for i in saved.items] == ["q_dog", "q_trips"]
     dog, trips = saved.items
     assert dog["error"] is None and dog["sessions_after_question"] == 1  # late_3, kept
+    # Found by its text alone (it names the breed asked for; late_3 also says Rex is a beagle):
+    # the workspace names sessions by opaque file ids, so "dog" in answer_dog_1 is not indexed.
     assert dog["top_sessions"][0] == "answer_dog_1"
     assert dog["metrics"]["session_recall_any@1"] == 1.0
     # Turns are ranked over a corpus of turns: the evidence turn, its session's last, comes

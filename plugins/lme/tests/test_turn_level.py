@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from reme_lme.data import Item, load_items
-from reme_lme.ingest import ingest_turns
+from reme_lme.ingest import file_id, ingest_turns
 from reme_lme.runner import CONFIG_DIR
 from reme_lme.worker import Options, score_item
 
@@ -102,8 +102,9 @@ def test_turn_ingestion_writes_one_anchored_note_per_user_turn(tmp_path: Path) -
     notes = sorted(
         p.relative_to(tmp_path / "ws").as_posix() for p in (tmp_path / "ws").rglob("*.md")
     )
-    assert notes == ["turns/answer_x/1.md", "turns/answer_x/3.md", "turns/filler_a/1.md", "turns/filler_b/1.md"]  # fmt: skip
-    third = (tmp_path / "ws/turns/answer_x/3.md").read_text()
-    assert third.rstrip().endswith("[[sessions/answer_x.jsonl#L3]] second turn")
+    evidence, a, b = file_id("answer_x"), file_id("filler_a"), file_id("filler_b")
+    assert notes == sorted([f"turns/{evidence}/1.md", f"turns/{evidence}/3.md", f"turns/{a}/1.md", f"turns/{b}/1.md"])  # fmt: skip
+    third = (tmp_path / f"ws/turns/{evidence}/3.md").read_text()
+    assert third.rstrip().endswith(f"[[sessions/{evidence}.jsonl#L3]] second turn")
     assert "first turn" not in third
-    assert ingested.turn_id("sessions/answer_x.jsonl", 3) == "answer_x_3"
+    assert ingested.turn_id(f"sessions/{evidence}.jsonl", 3) == "answer_x_3"

@@ -29,14 +29,10 @@ def is_transcript(path: str) -> bool:
     return path.startswith("sessions/") and path.endswith(".jsonl")
 
 
-def session_of(transcript: str) -> str:
-    """``sessions/abc.jsonl`` -> ``abc``."""
-    return transcript[len("sessions/") : -len(".jsonl")]
-
-
-def anchor_link(session_id: str, line: int, label: str | None = None) -> str:
-    """``[[sessions/<id>.jsonl#L<line>|label]]``."""
-    return f"[[sessions/{session_id}.jsonl#L{line}" + (f"|{label}]]" if label else "]]")
+def anchor_link(file_id: str, line: int, label: str | None = None) -> str:
+    """``[[sessions/<file id>.jsonl#L<line>|label]]`` (the opaque ``ingest.file_id``, not the
+    upstream session id: the anchor is indexed text)."""
+    return f"[[sessions/{file_id}.jsonl#L{line}" + (f"|{label}]]" if label else "]]")
 
 
 class SpanResolver:

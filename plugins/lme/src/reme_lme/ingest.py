@@ -1,12 +1,19 @@
 """One question's haystack into a fresh workspace, sessions in time order.
 
-``raw`` (no LLM): per session a transcript ``sessions/<id>.jsonl`` (one line per turn, so line
-``n`` is turn ``n``) and a note ``daily/<date>/<id>.md`` holding the user turns (what the official
-protocol indexes), each a paragraph that opens with its anchor ``[[sessions/<id>.jsonl#Ln]]``.
+Sessions are named in the workspace by an opaque file id (``file_id``), never by their upstream
+id: LongMemEval's ids are labels (evidence sessions are ``answer_...``, the others
+``sharegpt_...``, ``ultrachat_...`` or hex), and every path, anchor and note is indexed text, so
+keyword and vector search alike could tell evidence from filler by name. Upstream's retrieval
+shows the retriever the turn text only. ``Ingested`` maps file ids back to the real ids, which
+the ranking and the metrics use.
+
+``raw`` (no LLM): per session a transcript ``sessions/<fid>.jsonl`` (one line per turn, so line
+``n`` is turn ``n``) and a note ``daily/<date>/<fid>.md`` holding the user turns (what the official
+protocol indexes), each a paragraph that opens with its anchor ``[[sessions/<fid>.jsonl#Ln]]``.
 Files are written directly and indexed once.
 
 ``turns`` (no LLM, for the turn-level metrics): the same transcripts, and one note per user turn
-``turns/<id>/<n>.md`` (its anchor and its text), the corpus of the official turn granularity
+``turns/<fid>/<n>.md`` (its anchor and its text), the corpus of the official turn granularity
 (``src/retrieval/run_retrieval.py --granularity turn`` indexes each user turn as a document), so
 a search ranks turns themselves, not notes packing several turns.
 
@@ -18,8 +25,8 @@ The transcript lines auto_memory saved are aligned back to the upstream turns by
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -29,14 +36,15 @@ from reme_lme.anchors import anchor_link
 from reme_lme.data import Session
 
 Mode = Literal["raw", "memory"]
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_FILE_ID_SALT = "reme-lme/session/v1:"
 
 
 @dataclass
 class Ingested:
-    """Where each session landed: transcript file -> session id, and line -> turn index."""
+    """Where each session landed: transcript file -> real session id, and line -> turn index."""
 
     session_of: dict[str, str] = field(default_factory=dict)
+    """Per transcript path (``sessions/<fid>.jsonl``), the upstream session id."""
     turn_of_line: dict[str, dict[int, int]] = field(default_factory=dict)
     """Per transcript path, 1-based line -> 0-based upstream turn index."""
     runs: list[dict[str, Any]] = field(default_factory=list)
@@ -47,11 +55,26 @@ class Ingested:
         sid = self.session_of.get(transcript)
         return None if index is None or sid is None else f"{sid}_{index + 1}"
 
+    def claim(self, session_id: str) -> str:
+        """The transcript path of ``session_id``, recorded; refuses a file id two ids share (a
+        hash collision would silently credit one session's hits to the other)."""
+        transcript = f"sessions/{file_id(session_id)}.jsonl"
+        known = self.session_of.setdefault(transcript, session_id)
+        if known != session_id:
+            raise ValueError(f"sessions {known!r} and {session_id!r} share file {transcript}")
+        return transcript
+
 
 def file_id(session_id: str) -> str:
-    """A session id usable as a file name and as an auto_memory session id."""
-    safe = _UNSAFE.sub("_", session_id).lstrip("._-") or "session"
-    return safe[:128]
+    """The session's name in the workspace: ``s`` and 12 hex digits of a salted sha256 of its id.
+
+    It says nothing about the session (no ``answer_`` prefix, no id fragment) and is a valid
+    file name and auto_memory session id. A hash rather than the haystack position keeps a
+    session's notes the same text in every question whose haystack holds it, so the shared
+    embedding cache (keyed by chunk content) still serves them across questions.
+    """
+    digest = hashlib.sha256((_FILE_ID_SALT + session_id).encode("utf-8")).hexdigest()
+    return f"s{digest[:12]}"
 
 
 def ingest_raw(root: Path, sessions: list[Session]) -> Ingested:
@@ -75,15 +98,15 @@ def ingest_turns(root: Path, sessions: list[Session]) -> Ingested:
 
 
 def _transcript(root: Path, session: Session, out: Ingested) -> str:
-    """``sessions/<id>.jsonl``, one line per turn (line n is turn n); returns the file id."""
+    """``sessions/<fid>.jsonl``, one line per turn (line n is turn n); returns the file id.
+    Only role and content go in: ``has_answer`` is the turn label."""
+    transcript = out.claim(session.id)
     fid = file_id(session.id)
-    transcript = f"sessions/{fid}.jsonl"
     lines = [
         json.dumps({"role": t.role, "content": t.content}, ensure_ascii=False)
         for t in session.turns
     ]
     _write(root / transcript, "\n".join(lines) + "\n")
-    out.session_of[transcript] = session.id
     out.turn_of_line[transcript] = {i + 1: i for i in range(len(session.turns))}
     return fid
 
@@ -94,6 +117,7 @@ def ingest_memory(
     """Run ``pipeline`` once per session, in time order; then ``dream`` when asked."""
     out = Ingested()
     for session in sessions:
+        transcript = out.claim(session.id)
         fid = file_id(session.id)
         messages = [
             {
@@ -110,8 +134,6 @@ def ingest_memory(
             {"session_id": fid, "messages": messages, "date": session.date.date().isoformat()},
         )
         out.runs.append(result.model_dump(mode="json", include={"pipeline", "usage", "seconds"}))
-        transcript = f"sessions/{fid}.jsonl"
-        out.session_of[transcript] = session.id
         out.turn_of_line[transcript] = align(reme.root / transcript, session)
     if dream:
         result = reme.run("dream", {})
@@ -151,11 +173,11 @@ def _note(fid: str, session: Session) -> str:
     when = session.date.strftime("%Y/%m/%d (%a) %H:%M")
     first = next((t.content for t in session.turns if t.role == "user"), "")
     description = " ".join(first.split())[:160]
-    front = {
-        "name": f"Chat session {session.id}",
+    front = {  # no upstream id anywhere: see the module docstring
+        "name": f"Chat session {fid}",
         "description": description,
         "date": session.date.date().isoformat(),
-        "session_id": session.id,
+        "session_id": fid,
         "source": f"sessions/{fid}.jsonl",
     }
     head = "\n".join(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in front.items())
@@ -172,7 +194,7 @@ def _turn_note(fid: str, session: Session, index: int) -> str:
     No ``name`` or heading: the chunker would prefix it to the chunk and so to the indexed text."""
     front = {
         "date": session.date.date().isoformat(),
-        "session_id": session.id,
+        "session_id": fid,
         "source": f"sessions/{fid}.jsonl",
     }
     head = "\n".join(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in front.items())
