@@ -33,28 +33,40 @@ INSTALL_SUFFIXES = (".dist-info", ".egg-info", ".egg-link", ".pth")
 PLUGIN_ENV = ("REME_BLOCK_PLUGINS", "REME_LOAD_PLUGINS")
 
 
-def cache_file() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+def cache_file() -> Path | None:
+    """Where the listing is remembered; None when there is no home folder to put it in."""
+    try:
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    except RuntimeError:  # no HOME and no password entry
+        return None
     prefix = hashlib.sha256(sys.prefix.encode()).hexdigest()[:12]
     return Path(base) / "reme" / f"plugin-commands-{prefix}.json"
 
 
 def read_listing() -> Listing | None:
     """The remembered listing, or None when there is none or its stamp no longer holds."""
+    path = cache_file()
     try:
-        data = json.loads(cache_file().read_text(encoding="utf-8"))
-        if data["format"] != FORMAT or data["stamp"] != stamp(data["packages"]):
+        data = json.loads(path.read_text(encoding="utf-8")) if path else None
+        if not data or data["format"] != FORMAT or data["stamp"] != stamp(data["packages"]):
             return None
-        return data["listing"]
+        listing = data["listing"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
+    well_formed = isinstance(listing, dict) and all(
+        isinstance(lines, dict) and all(isinstance(v, str) for v in lines.values())
+        for lines in listing.values()
+    )
+    return listing if well_formed else None
 
 
 def write_listing(listing: Listing, packages: Iterable[str]) -> None:
     """Remember ``listing``; ``packages`` are the top-level packages the plugins live in."""
+    path = cache_file()
+    if path is None:
+        return
     names = sorted(set(packages))
     data = {"format": FORMAT, "stamp": stamp(names), "packages": names, "listing": listing}
-    path = cache_file()
     scratch = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

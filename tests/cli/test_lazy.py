@@ -19,7 +19,7 @@ from reme_core import plugins as plugin_module
 from reme_core.cli import cli
 from reme_core.cli.catalog import CORE_COMMANDS
 from reme_core.cli.plugin_commands import HELP_LIMIT
-from reme_core.cli.plugin_listing import read_listing, stamp, write_listing
+from reme_core.cli.plugin_listing import cache_file, read_listing, stamp, write_listing
 from reme_core.plugins import Plugins
 
 HEAVY = (
@@ -244,4 +244,15 @@ def test_a_stale_listing_is_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyP
     write_listing(listing, ["fake_plugin_pkg"])
     assert read_listing() == listing
     (site / "fake_plugin_pkg" / "cli.py").write_text("", encoding="utf-8")
+    assert read_listing() is None
+
+
+def test_a_damaged_listing_is_not_read():
+    write_listing({"": {"hello": "Say hello."}}, [])
+    path = cache_file()
+    assert path is not None and read_listing() == {"": {"hello": "Say hello."}}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    path.write_text(json.dumps({**data, "listing": {"": ["hello"]}}), encoding="utf-8")
+    assert read_listing() is None
+    path.write_text("{", encoding="utf-8")
     assert read_listing() is None
