@@ -79,7 +79,7 @@ def synthetic_sets(notes: int, seed: int, overrides: list[str]) -> dict[str, lis
 def write_turns(item: dict, root: Path) -> tuple[dict[str, str], set[str]]:
     """One note per user turn (dated by its session); note stem -> turn id, and the evidence
     turns (user turns of evidence sessions marked ``has_answer``)."""
-    from longmemeval import _safe
+    from reme_lme.ingest import file_id  # opaque: no session id reaches the indexed text
 
     owners: dict[str, str] = {}
     evidence: set[str] = set()
@@ -92,7 +92,7 @@ def write_turns(item: dict, root: Path) -> tuple[dict[str, str], set[str]]:
             if turn["role"] != "user":
                 continue
             turn_id = f"{sid}#{number}"
-            stem = f"{_safe(sid)}-t{number}"
+            stem = f"{file_id(sid)}-t{number}"
             note = root / "turns" / f"{stem}.md"
             note.parent.mkdir(parents=True, exist_ok=True)
             note.write_text(f"---\ndate: {day}\n---\n{turn['content'].strip()}\n", "utf-8")

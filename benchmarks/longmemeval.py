@@ -35,6 +35,7 @@ from reme_core.runtime import Reme
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_plugins import memoised_plugins
+from reme_lme.ingest import file_id  # tox -e bench installs reme-lme
 
 CONFIGS: dict[str, list[str]] = {
     "bm25": ["components.embedding=null", "components.file_store=null"],
@@ -81,7 +82,12 @@ def metrics(ranked: list[str], correct: set[str], corpus: list[str], k: int) -> 
 
 def write_sessions(item: dict[str, Any], root: Path) -> dict[str, str]:
     """One note per haystack session (its user turns, dated by the session) under ``root``;
-    returns note stem -> session id."""
+    returns note stem -> session id.
+
+    A note is named by reme-lme's opaque ``file_id``, never by the session id, and holds no id:
+    LongMemEval names evidence sessions ``answer_...``, so an id in a path or a ``name`` (which
+    the chunker puts in front of every chunk) would let both arms see the label.
+    """
     for sid, date, session in zip(
         item["haystack_session_ids"],
         item["haystack_dates"],
@@ -90,10 +96,10 @@ def write_sessions(item: dict[str, Any], root: Path) -> dict[str, str]:
     ):
         text = "\n\n".join(t["content"] for t in session if t["role"] == "user").strip()
         day = date[:10].replace("/", "-")
-        note = root / "sessions" / f"{_safe(sid)}.md"
+        note = root / "sessions" / f"{file_id(sid)}.md"
         note.parent.mkdir(parents=True, exist_ok=True)
-        note.write_text(f"---\nname: {json.dumps(sid)}\ndate: {day}\n---\n{text}\n", "utf-8")
-    return {_safe(sid): sid for sid in item["haystack_session_ids"]}
+        note.write_text(f"---\ndate: {day}\n---\n{text}\n", "utf-8")
+    return {file_id(sid): sid for sid in item["haystack_session_ids"]}
 
 
 def run_item(item: dict[str, Any], overrides: list[str], plugins: Plugins, k: int) -> dict:
@@ -111,10 +117,6 @@ def run_item(item: dict[str, Any], overrides: list[str], plugins: Plugins, k: in
         return metrics(ranked, set(item["answer_session_ids"]), item["haystack_session_ids"], k)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-
-
-def _safe(sid: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in sid)
 
 
 def main() -> None:
