@@ -763,3 +763,26 @@ def test_a_merge_gives_back_the_pages_a_bulk_index_freed(
         pages = conn.execute("PRAGMA page_count").fetchone()[0]
         free = conn.execute("PRAGMA freelist_count").fetchone()[0]
     assert free <= pages // 4
+
+
+def test_pruned_selection_returns_the_exhaustive_top_k(
+    open_index: Opener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = random.Random(7)
+    words = [f"w{i}" for i in range(40)]
+    ix = open_index()
+    for i in range(400):
+        text = " ".join(["common"] * rng.randint(1, 3) + rng.sample(words, 4))
+        ix.upsert(f"notes/n{i:03d}.md", make_chunks(f"notes/n{i:03d}.md", text))
+    ix.optimize()
+    queries = ["common w1", "common w2 w3", "w4 common common", "w5 w6 w7 w8 common"]
+    allowed = {f"notes/n{i:03d}.md#0" for i in range(0, 400, 3)}
+    monkeypatch.setattr(keyword_bm25s, "_PRUNE_ABOVE", 10**9)
+    exhaustive = [(ix.search(q, k), ix.search(q, k, allowed)) for q in queries for k in (1, 5, 40)]
+    monkeypatch.setattr(keyword_bm25s, "_PRUNE_ABOVE", 0)
+    pruned = [(ix.search(q, k), ix.search(q, k, allowed)) for q in queries for k in (1, 5, 40)]
+    # The same scores; among equal scores at the cut, which chunk is kept was never defined.
+    for (full, full_allowed), (got, got_allowed) in zip(exhaustive, pruned, strict=True):
+        assert [s for _, s in got] == [s for _, s in full]
+        assert [s for _, s in got_allowed] == [s for _, s in full_allowed]
+        assert {c for c, s in got if s > full[-1][1]} == {c for c, s in full if s > full[-1][1]}
