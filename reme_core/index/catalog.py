@@ -315,14 +315,26 @@ class Catalog:
 
     def end_pass(self, paths: Iterable[str], *, rebuild: bool = False) -> None:
         """Every projection has persisted the changes to ``paths`` (all paths after a rebuild)."""
-        with self._lock, self._tx():
+        with self._lock:
+            with self._tx():
+                if rebuild:
+                    self._db.execute("DELETE FROM unsettled")
+                    self._db.execute("DELETE FROM meta WHERE key = ?", (_REBUILDING,))
+                else:
+                    self._db.executemany(
+                        "DELETE FROM unsettled WHERE path = ?",
+                        [(p,) for p in dict.fromkeys(paths)],
+                    )
             if rebuild:
-                self._db.execute("DELETE FROM unsettled")
-                self._db.execute("DELETE FROM meta WHERE key = ?", (_REBUILDING,))
-            else:
-                self._db.executemany(
-                    "DELETE FROM unsettled WHERE path = ?", [(p,) for p in dict.fromkeys(paths)]
-                )
+                self._compact()
+
+    def _compact(self) -> None:
+        """VACUUM when over a quarter of the file is free pages: after the rebuild that turns a
+        schema-2 catalog's stored texts into spans, the file would otherwise keep its size."""
+        pages = self._db.execute("PRAGMA page_count").fetchone()[0]
+        free = self._db.execute("PRAGMA freelist_count").fetchone()[0]
+        if pages and free > pages // 4:
+            self._db.execute("VACUUM")
 
     def unsettled(self) -> tuple[set[str], bool]:
         """Paths a pass began but never finished, and whether that pass was a rebuild."""

@@ -176,3 +176,25 @@ def test_search_reads_no_note_through_a_link_out_of_the_workspace_nor_a_fifo(
         note.unlink()
         os.mkfifo(note)  # opening it to read would wait for a writer
         assert NOTE_PATH not in {h.path for h in reme.search("otter urchins", expand=False).hits}
+
+
+def test_a_rebuild_gives_back_the_pages_stored_texts_held(tmp_path: Path) -> None:
+    db = tmp_path / "catalog.sqlite3"
+    catalog = Catalog(db)  # no note reader yet: texts stored whole, as a schema-2 catalog's
+    body = "\n\n".join(f"Paragraph {i} about otters and their stones." for i in range(60))
+    notes = {f"n{i:03d}.md": f"# Otter\n\n{body} {i}\n" for i in range(300)}
+
+    def put_all() -> None:
+        catalog.begin_pass(notes, rebuild=True)
+        catalog.clear()
+        for path, text in notes.items():
+            chunk = Chunk(path=path, ordinal=0, start_line=3, end_line=121, text=text[9:-1])
+            catalog.put(NoteSummary(path=path, content_hash="h", size=1), [chunk], text=text)
+        catalog.end_pass(notes, rebuild=True)
+
+    put_all()
+    stored = db.stat().st_size
+    catalog.attach_note_reader(notes.get)
+    put_all()  # the rebuild `reme reindex` runs: spans now
+    catalog.close()
+    assert db.stat().st_size < stored / 4
