@@ -40,7 +40,9 @@ On disk, under ``<state_dir>/bm25s/``:
   reopened delta needs them (checked against the hash; a chunk whose text is gone is dropped, and
   the indexer's drift check then repairs it), so they are stored once per workspace, not twice;
 - ``main-<generation>/``: main's arrays (``data``, ``indices``, ``indptr``, and bm25l/bm25+'s
-  ``nonoccurrence``) and vocabulary as bm25s built them, its chunk ids, hashes and token counts;
+  ``nonoccurrence``) and vocabulary as bm25s built them (``indices``, the chunk of each posting,
+  saved as uint16 while main holds at most 65,536 chunks, uint32 beyond), its chunk ids, hashes
+  and token counts;
 - ``manifest.json``: the current main folder and the parameters it was built with.
 
 Opening reads nothing; the first search (or write) loads main and derives delta and tombstones

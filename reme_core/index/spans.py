@@ -14,7 +14,7 @@ Search drops such a hit, as it does one whose note vanished; the next scan index
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from reme_core.schema import Chunk
@@ -102,15 +102,6 @@ class Resolver:
         return found if digest(found) == digest_ else None
 
 
-def resolve_all(
-    rows: Iterable[tuple[str, str, bytes, Span | None, str | None]],
-    read: NoteReader | None,
-) -> list[str | None]:
-    """``text`` of each ``(path, heading, digest, span, text)`` row (see ``Resolver``)."""
-    resolver = Resolver(read)
-    return [resolver.text(*row) for row in rows]
-
-
 def _line_starts(text: str) -> list[int]:
     """Character offset of each line (split on ``\\n``, as the chunkers number lines)."""
     starts = [0]
@@ -131,13 +122,3 @@ def span_columns(stored: StoredText) -> tuple[int | None, int | None, int]:
 
 def span_of(start: int | None, end: int | None, prefixed: int) -> Span | None:
     return None if start is None or end is None else Span(start, end, bool(prefixed))
-
-
-def by_path(ids: Iterable[str]) -> Mapping[str, set[int]]:
-    """Chunk ids grouped as path -> ordinals (ids that do not parse are left out)."""
-    out: dict[str, set[int]] = {}
-    for cid in ids:
-        path, sep, ordinal = cid.rpartition("#")
-        if sep and ordinal.isdigit():
-            out.setdefault(path, set()).add(int(ordinal))
-    return out
