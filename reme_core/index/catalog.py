@@ -169,6 +169,24 @@ class FileState(NamedTuple):
     stat: FileStat | None
 
 
+FileRow = tuple[str, str, int | None, int | None, int | None, int | None]
+"""A catalog row as ``Catalog.file_rows`` gives it: path, content hash, then the stat recorded
+with the hash (size, mtime_ns, ctime_ns, inode; all None when none was recorded)."""
+
+
+def row_matches(row: FileRow, st: os.stat_result) -> bool:
+    """``FileStat.matches`` against a ``FileRow``: whether ``st`` is the recorded stat again,
+    for a file with no other hard link (False when no stat was recorded)."""
+    return (
+        row[5] is not None
+        and st.st_ino == row[5]
+        and st.st_size == row[2]
+        and st.st_mtime_ns == row[3]
+        and st.st_ctime_ns == row[4]
+        and st.st_nlink == 1
+    )
+
+
 class Catalog:
     """Rows per indexed file and per chunk. Safe to call from the API and the watcher thread."""
 
@@ -386,6 +404,15 @@ class Catalog:
             )
             for path, digest, size, mtime, ctime, inode in rows
         }
+
+    def file_rows(self) -> dict[str, FileRow]:
+        """``file_states`` as the scan reads it: plain rows, no object per file (at 10k notes
+        building two named tuples per row cost a no-op pass more than the query itself)."""
+        with self._read() as db:
+            cursor = db.execute(
+                "SELECT path, content_hash, size, mtime_ns, ctime_ns, inode FROM notes"
+            )
+            return {row[0]: row for row in cursor}
 
     def note(self, path: str) -> NoteSummary | None:
         with self._read() as db:

@@ -161,15 +161,19 @@ class Drift:
         return lines
 
 
-def measure(indexer: Indexer, on_disk: Iterable[str] | None = None) -> Drift:
+def measure(
+    indexer: Indexer, on_disk: Iterable[str] | None = None, indexed: set[str] | None = None
+) -> Drift:
     """Compare the catalog with the files and with every projection, by ids.
 
     Call with no writer running (under ``indexer.writers`` or the read side of ``indexer.lock``),
-    so that the sets are read from one state.
+    so that the sets are read from one state. ``indexed``: the catalog's paths, when the caller
+    has just read them (the scan has).
     """
     catalog = indexer.catalog
     files = set(on_disk) if on_disk is not None else set(indexer.scope_files())
-    indexed = catalog.paths()
+    if indexed is None:
+        indexed = catalog.paths()
     problems = set(catalog.problems())
     ids = catalog.all_chunk_ids()
     unsettled, rebuilding = catalog.unsettled()

@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 from reme_core.components import Chunker, Graph, KeywordIndex, TagIndex
 from reme_core.errors import FrontmatterError, RemeError
 from reme_core.index import drift as drift_check
-from reme_core.index.catalog import Catalog, FileStat, problem_message
+from reme_core.index.catalog import Catalog, FileStat, problem_message, row_matches
 from reme_core.index.rwlock import ReadWriteLock
 from reme_core.schema import Chunk, Link, NoteSummary
 from reme_core.workspace import LinkResolver, WorkspacePaths, parse_note
@@ -192,8 +192,7 @@ class Indexer:
 
     def scope_stats(self) -> dict[str, os.stat_result | None]:
         """Every file in scope with its stat, sorted by path."""
-        found = dict(self.paths.iter_file_stats(tuple(self.chunkers), self.exclude))
-        return {path: found[path] for path in sorted(found)}
+        return self.paths.file_stats(tuple(self.chunkers), self.exclude)
 
     # -- passes ------------------------------------------------------------------------------
 
@@ -210,14 +209,14 @@ class Indexer:
             clock = time.time_ns()  # before any stat: what "settled" is measured against
             listing = self.scope_stats()
             on_disk = list(listing)
-            drift = self.drift(on_disk)
+            known = self.catalog.file_rows()
+            drift = drift_check.measure(self, on_disk, indexed=set(known))
             if drift.rebuild_interrupted:
                 report = self.rebuild()
                 report.drift = drift.problems()
                 report.seconds = time.perf_counter() - started
                 return report
             repair = drift.repair_paths()
-            known = self.catalog.file_states()
             self._fresh_resolver(on_disk)  # built only if something changed
             changed: dict[str, bytes] = {}
             stats: dict[str, FileStat | None] = {}
@@ -225,22 +224,22 @@ class Indexer:
             repaired: list[str] = []
             unchanged = 0
             for path, st in listing.items():
-                state = known.get(path)
+                row = known.get(path)
                 if (
-                    state is not None
-                    and state.stat is not None
+                    row is not None
                     and st is not None
                     and path not in repair
-                    and state.stat.matches(st)
+                    and row_matches(row, st)
                 ):
                     unchanged += 1
                     continue
                 data = self._read(path)
                 settled = FileStat.settled(st, clock)
-                if data is not None and state is not None and state.content_hash == _hash(data):
+                if data is not None and row is not None and row[1] == _hash(data):
                     if path not in repair:
                         unchanged += 1
-                        if settled != state.stat:
+                        recorded = FileStat(*row[2:]) if row[5] is not None else None
+                        if settled != recorded:
                             restat[path] = settled
                         continue
                     repaired.append(path)

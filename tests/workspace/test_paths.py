@@ -110,3 +110,63 @@ def test_iter_files(paths: WorkspacePaths, tmp_path: Path) -> None:
     found = list(paths.iter_files(suffixes=[".md", ".txt"], exclude_globs=["skip/**"]))
     assert found == ["b-link.txt", "b.txt", "daily/a.md"]
     assert "f.bin" in list(paths.iter_files())
+
+
+EXCLUDES = [
+    [],
+    [".reme/**", ".git/**", ".obsidian/**", "**/.*", "tool_results/**"],
+    ["daily", "notes/keep/drop.md", "*.txt", "**/draft-*", "notes/k?ep/**/x*.md", "deep/a/"],
+    [""],
+]
+
+
+@pytest.mark.parametrize("exclude", EXCLUDES)
+def test_file_stats_lists_what_iter_files_lists(
+    paths: WorkspacePaths, tmp_path: Path, exclude: list[str]
+) -> None:
+    """The index pass's listing (a stack walk that asks the excludes only in folders where one
+    may match) agrees with ``iter_files`` file for file, sorted by path, with each file's stat."""
+    root = paths.root
+    for rel in [
+        "daily/a.md",
+        "daily/sub/b.md",
+        "b.txt",
+        "top.md",
+        "a-b.md",
+        "a/z.md",
+        ".hidden/c.md",
+        "notes/.dot.md",
+        "notes/keep/drop.md",
+        "notes/keep/stay.md",
+        "notes/keep/deeper/x1.md",
+        "notes/keep/deeper/y1.md",
+        "notes/draft-1.md",
+        "notes/keep/draft-2.md",
+        "tool_results/r.md",
+        "deep/a/b/c.md",
+        "deep/ab.md",
+        "f.bin",
+    ]:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(rel)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "o.md").write_text("x")
+    os.symlink(outside, root / "escape")
+    os.symlink(outside / "o.md", root / "escape.md")
+    os.symlink(root / "daily", root / "alias")
+    os.symlink(root / "b.txt", root / "b-link.txt")
+    os.symlink(root / "gone.md", root / "dangling.md")
+    for suffixes in ([".md", ".txt"], None):
+        listed = sorted(paths.iter_files(suffixes=suffixes, exclude_globs=exclude))
+        found = paths.file_stats(suffixes=suffixes, exclude_globs=exclude)
+        assert list(found) == listed
+        for rel, st in found.items():
+            assert st is not None and st == (root / rel).stat(), rel
+    if exclude == EXCLUDES[2]:
+        assert "notes/keep/stay.md" in listed and "notes/keep/drop.md" not in listed
+        assert "notes/keep/deeper/y1.md" in listed and "notes/keep/deeper/x1.md" not in listed
+        assert not any("draft-" in rel for rel in listed)
+        assert "deep/ab.md" in listed and "deep/a/b/c.md" not in listed
+    if exclude == [""]:
+        assert listed == []
