@@ -77,9 +77,10 @@ from pydantic import Field
 from reme_core import hookimpl
 from reme_core.components import ComponentContext, ComponentSettings, KeywordIndex, TextSource
 from reme_core.errors import RemeError
+from reme_core.index.sqlite_pool import compact
 from reme_core.schema import Chunk
 from reme_core.schema.chunk import chunk_path
-from reme_plugins.sqlite_util import LockedDb, compact, open_db, state_file
+from reme_plugins.sqlite_util import LockedDb, open_db, state_file
 from reme_plugins.text_tokenize import Tokenizer
 
 if TYPE_CHECKING:

@@ -52,17 +52,6 @@ def open_db(path: Path, schema: str, schema_version: int) -> sqlite3.Connection:
     return conn
 
 
-def compact(conn: sqlite3.Connection, free_share: float = 0.25) -> bool:
-    """VACUUM when more than ``free_share`` of the file is free pages (after a bulk delete);
-    True when it did. Call outside a transaction."""
-    pages = conn.execute("PRAGMA page_count").fetchone()[0]
-    free = conn.execute("PRAGMA freelist_count").fetchone()[0]
-    if not pages or free <= free_share * pages:
-        return False
-    conn.execute("VACUUM")
-    return True
-
-
 class LockedDb:
     """One lazily opened connection, shared across threads and guarded by a lock."""
 

@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 from reme_core.index import spans
 from reme_core.index.spans import NoteReader
-from reme_core.index.sqlite_pool import ReadPool
+from reme_core.index.sqlite_pool import ReadPool, compact
 from reme_core.schema import Chunk, NoteSummary
 from reme_core.schema.chunk import chunk_id
 from reme_core.workspace.paths import path_matches
@@ -344,15 +344,9 @@ class Catalog:
                         [(p,) for p in dict.fromkeys(paths)],
                     )
             if rebuild:
-                self._compact()
-
-    def _compact(self) -> None:
-        """VACUUM when over a quarter of the file is free pages: after the rebuild that turns a
-        schema-2 catalog's stored texts into spans, the file would otherwise keep its size."""
-        pages = self._db.execute("PRAGMA page_count").fetchone()[0]
-        free = self._db.execute("PRAGMA freelist_count").fetchone()[0]
-        if pages and free > pages // 4:
-            self._db.execute("VACUUM")
+                # After the rebuild that turns a schema-2 catalog's stored texts into spans the
+                # file would otherwise keep its size.
+                compact(self._db)
 
     def unsettled(self) -> tuple[set[str], bool]:
         """Paths a pass began but never finished, and whether that pass was a rebuild."""

@@ -59,3 +59,14 @@ class ReadPool:
                 conn.close()
             self._all.clear()
             self._idle.clear()
+
+
+def compact(conn: sqlite3.Connection, free_share: float = 0.25) -> bool:
+    """VACUUM when more than ``free_share`` of the file is free pages (after a bulk delete or a
+    rebuild that shrank the rows); True when it did. Call outside a transaction."""
+    pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    free = conn.execute("PRAGMA freelist_count").fetchone()[0]
+    if not pages or free <= free_share * pages:
+        return False
+    conn.execute("VACUUM")
+    return True
