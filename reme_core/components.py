@@ -80,6 +80,16 @@ class Component:
     def close(self) -> None:
         """Release files and connections. Called once when the workspace closes."""
 
+    def state_files(self) -> list[Path] | None:
+        """The files and folders holding what this component persists across processes.
+
+        The drift check's seal (``reme_core.index.seal``) watches them: when none changed since
+        the projections were last known to agree, a no-op ``reme index`` skips comparing every
+        chunk id. None (the default): the component cannot name them, or keeps its state in
+        memory or on a server, so every pass compares its ids in full.
+        """
+        return None
+
 
 class Chunker(Component, ABC):
     """Splits one file's text into chunks with 1-based inclusive line ranges."""

@@ -170,7 +170,8 @@ class Reme:
 
     def optimize(self) -> None:
         """Fold incremental index state into the main structures; build the vector index."""
-        with self.indexer.writers:  # no write lands while the structures are rebuilt
+        # No write lands while the structures are rebuilt; the drift seal follows the rebuild.
+        with self.indexer.writers, self.indexer.sealed_write():
             self.indexer.optimize()
             if self.vectors is not None:
                 self.vectors.optimize()
@@ -333,6 +334,12 @@ class Reme:
         }
 
     def close(self) -> None:
+        with self.indexer.writers:
+            # Asked before anything closes (SQLite folds its logs into the files then); not
+            # while a background vector pass writes outside the indexer's passes.
+            closing = self.indexer.before_close(
+                busy=self.vectors is not None and self.vectors.building
+            )
         if self.vectors is not None:
             self.vectors.close()  # stops a background pass first; pending work resumes next time
             self.embedding_cache.close()
@@ -351,6 +358,7 @@ class Reme:
                 if component is not None:
                     component.close()
             self.catalog.close()
+            self.indexer.after_close(closing)
 
     def __enter__(self) -> Reme:
         return self

@@ -15,6 +15,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, ClassVar
 
 from reme_core import hookimpl
@@ -65,6 +66,9 @@ class SqliteGraph(Graph):
         self._db = LockedDb(lambda: open_db(self._path, SCHEMA, SCHEMA_VERSION))
         self._pool_lock = threading.Lock()
         self._pool: ReadPool | None = None  # opened after the writer has created the schema
+
+    def state_files(self) -> list[Path]:
+        return [self._path]
 
     # -- the Graph contract --------------------------------------------------------------------
 

@@ -476,6 +476,9 @@ class Bm25sKeywordIndex(KeywordIndex):
         self._view: _View | None = None  # None: a write changed the state since it was published
         self.delta_builds = 0  # how many times the delta was rebuilt (tests check who pays)
 
+    def state_files(self) -> list[Path]:
+        return [self.dir]
+
     # -- KeywordIndex ------------------------------------------------------------------------
 
     def attach_text_source(self, texts: TextSource) -> None:
@@ -599,7 +602,8 @@ class Bm25sKeywordIndex(KeywordIndex):
         """
         with ExitStack() as stack:
             with self._lock:
-                self._ensure_loaded()
+                if not self._loaded:
+                    return  # every change loads the index first: nothing is pending
                 self._materialize(for_search=False)
                 if self._main_dirty:
                     self._save_main()

@@ -39,7 +39,8 @@ def open_db(path: Path, schema: str, schema_version: int) -> sqlite3.Connection:
                 f"delete the file and run `reme reindex` to rebuild it from the notes"
             )
         conn.executescript(schema)
-        conn.execute(f"PRAGMA user_version={int(schema_version)}")
+        if found != schema_version:  # opening an up-to-date file writes nothing (drift seal)
+            conn.execute(f"PRAGMA user_version={int(schema_version)}")
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise RemeError(

@@ -12,6 +12,7 @@ counted for its children.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from reme_core import hookimpl
@@ -49,8 +50,11 @@ class SqliteTagIndex(TagIndex):
         self, settings: ComponentSettings | None = None, context: ComponentContext | None = None
     ):
         super().__init__(settings, context)
-        path = state_file(context, self.settings.filename, "the sqlite tag index")
-        self._db = LockedDb(lambda: open_db(path, SCHEMA, SCHEMA_VERSION))
+        self._path = state_file(context, self.settings.filename, "the sqlite tag index")
+        self._db = LockedDb(lambda: open_db(self._path, SCHEMA, SCHEMA_VERSION))
+
+    def state_files(self) -> list[Path]:
+        return [self._path]
 
     def set_tags(self, path: str, tags: Iterable[str]) -> None:
         """Replace the tags of ``path``; blanks and case-insensitive duplicates are dropped."""

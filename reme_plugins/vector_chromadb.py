@@ -182,6 +182,10 @@ class ChromaFileStore(FileStore):
         self._model_id: str | None = None
         self._dim: int | None = None
 
+    def state_files(self) -> list[Path] | None:
+        """The embedded client's folder; a server's state is out of sight (None)."""
+        return None if self.settings.mode == "server" else [self._chroma_dir]
+
     # -- naming and connection ---------------------------------------------------------------
 
     @property

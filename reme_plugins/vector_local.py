@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -145,12 +146,15 @@ class LocalFileStore(FileStore):
         self, settings: ComponentSettings | None = None, context: ComponentContext | None = None
     ):
         super().__init__(settings, context)
-        path = state_file(context, self.settings.filename, "the local vector store")
-        self._db = LockedDb(lambda: open_db(path, SCHEMA, SCHEMA_VERSION))
+        self._path = state_file(context, self.settings.filename, "the local vector store")
+        self._db = LockedDb(lambda: open_db(self._path, SCHEMA, SCHEMA_VERSION))
         self._lock = threading.RLock()
         self._model_id: str | None = None
         self._dim = 0
         self._matrix: _Matrix | None = None
+
+    def state_files(self) -> list[Path]:
+        return [self._path]
 
     def open(self, model_id: str, dim: int) -> None:
         """Use the vector space ``model_id``/``dim``; vectors of another space are dropped."""

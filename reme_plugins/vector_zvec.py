@@ -121,6 +121,9 @@ class ZvecFileStore(FileStore):
         self._model_id: str | None = None
         self._dim = 0
 
+    def state_files(self) -> list[Path]:
+        return [self._path, self._meta_path]
+
     # -- lifecycle ---------------------------------------------------------------------------
 
     def open(self, model_id: str, dim: int) -> None:

@@ -86,12 +86,29 @@ KEYWORD_ONLY_ENV = {"REME_COMPONENTS__EMBEDDING": "null", "REME_COMPONENTS__FILE
 FAKE_VECTORS = ["components.embedding.name=hash", "components.file_store.name=local"]
 
 
+@pytest.fixture(scope="session")
+def _test_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache folder for the whole run: the plugin listings help screens remember (of the
+    test plugins too) land there, not in the user's ``~/.cache/reme``. Embedding models built
+    from their weights stay shared with the user's cache: building one takes a while."""
+    home = tmp_path_factory.mktemp("xdg-cache")
+    models = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "reme" / "models"
+    models.mkdir(parents=True, exist_ok=True)
+    (home / "reme").mkdir()
+    (home / "reme" / "models").symlink_to(models, target_is_directory=True)
+    return home
+
+
 @pytest.fixture(autouse=True)
-def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """No host REME_* variables leak in, and the shared plugin manager starts empty each test."""
+def _isolated_environment(
+    monkeypatch: pytest.MonkeyPatch, _test_cache_home: Path
+) -> Iterator[None]:
+    """No host REME_* variables leak in, nothing is cached in the user's home, and the shared
+    plugin manager starts empty each test."""
     for key in list(os.environ):
         if key.startswith("REME_"):
             monkeypatch.delenv(key)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(_test_cache_home))
     for key, value in KEYWORD_ONLY_ENV.items():  # the CLI reads os.environ
         monkeypatch.setenv(key, value)
     plugin_module.reset_plugins()

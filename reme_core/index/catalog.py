@@ -169,22 +169,18 @@ class FileState(NamedTuple):
     stat: FileStat | None
 
 
-FileRow = tuple[str, str, int | None, int | None, int | None, int | None]
-"""A catalog row as ``Catalog.file_rows`` gives it: path, content hash, then the stat recorded
-with the hash (size, mtime_ns, ctime_ns, inode; all None when none was recorded)."""
+FileStamp = tuple[int, int | None, int | None, int | None]
+"""The stat recorded with a file's hash as ``Catalog.file_stamps`` gives it: size, mtime_ns,
+ctime_ns and inode (the last three None when none was recorded)."""
 
 
-def row_matches(row: FileRow, st: os.stat_result) -> bool:
-    """``FileStat.matches`` against a ``FileRow``: whether ``st`` is the recorded stat again,
-    for a file with no other hard link (False when no stat was recorded)."""
-    return (
-        row[5] is not None
-        and st.st_ino == row[5]
-        and st.st_size == row[2]
-        and st.st_mtime_ns == row[3]
-        and st.st_ctime_ns == row[4]
-        and st.st_nlink == 1
-    )
+def stamp_of(st: os.stat_result) -> FileStamp | None:
+    """What a recorded ``FileStamp`` must equal for the file to count as unchanged (None for a
+    file with another hard link: never unchanged by its stat). ``FileStat.matches`` in a form the
+    scan compares 10k times with one tuple comparison each."""
+    if st.st_nlink != 1:
+        return None
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
 class Catalog:
@@ -205,10 +201,13 @@ class Catalog:
         for column in _STAT_COLUMNS:  # a version 1 catalog: stats are recorded from now on
             if column not in columns:
                 self._db.execute(f"ALTER TABLE notes ADD COLUMN {column} INTEGER")
-        self._db.execute(
-            "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)",
-            (str(SCHEMA_VERSION),),
-        )
+        # Written only when it changes: opening a workspace writes nothing (the drift seal).
+        found = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if found is None or found[0] != str(SCHEMA_VERSION):
+            self._db.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)",
+                (str(SCHEMA_VERSION),),
+            )
         self.generation = 0
         """Bumped on every change, so callers can cache answers derived from the catalog."""
         self._changes: deque[tuple[int, str]] = deque(maxlen=CHANGE_LOG)
@@ -381,9 +380,19 @@ class Catalog:
 
     # -- reads -------------------------------------------------------------------------------
 
-    def hashes(self) -> dict[str, str]:
+    def hashes(self, paths: Iterable[str] | None = None) -> dict[str, str]:
+        """Every indexed path's content hash (of ``paths`` when given)."""
+        sql = "SELECT path, content_hash FROM notes"
         with self._read() as db:
-            return dict(db.execute("SELECT path, content_hash FROM notes"))
+            if paths is None:
+                return dict(db.execute(sql))
+            wanted = list(dict.fromkeys(paths))
+            found: dict[str, str] = {}
+            for start in range(0, len(wanted), 500):
+                batch = wanted[start : start + 500]
+                marks = ", ".join("?" * len(batch))
+                found.update(db.execute(f"{sql} WHERE path IN ({marks})", batch))
+            return found
 
     def file_states(self) -> dict[str, FileState]:
         """Every indexed path's content hash and the stat recorded with it."""
@@ -399,14 +408,16 @@ class Catalog:
             for path, digest, size, mtime, ctime, inode in rows
         }
 
-    def file_rows(self) -> dict[str, FileRow]:
-        """``file_states`` as the scan reads it: plain rows, no object per file (at 10k notes
-        building two named tuples per row cost a no-op pass more than the query itself)."""
+    def file_stamps(self) -> dict[str, FileStamp]:
+        """Every indexed path with the stat recorded beside its hash, as the scan compares it.
+
+        Plain tuples and no hashes: at 10k notes one object per row, or the 64-character hash of
+        every file, cost a no-op pass more than the query. The scan asks ``hashes(paths)`` for
+        the few files whose stat changed.
+        """
         with self._read() as db:
-            cursor = db.execute(
-                "SELECT path, content_hash, size, mtime_ns, ctime_ns, inode FROM notes"
-            )
-            return {row[0]: row for row in cursor}
+            cursor = db.execute("SELECT path, size, mtime_ns, ctime_ns, inode FROM notes")
+            return {row[0]: row[1:] for row in cursor}
 
     def note(self, path: str) -> NoteSummary | None:
         with self._read() as db:

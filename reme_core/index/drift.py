@@ -54,6 +54,12 @@ class Drift:
         return bool(self.count)
 
     @property
+    def agrees(self) -> bool:
+        """Whether the catalog and every projection compared agree and no pass was left half
+        done (files new to the catalog or gone from disk are a scan's ordinary work)."""
+        return self.count == len(self.unindexed) + len(self.vanished)
+
+    @property
     def count(self) -> int:
         """Findings in all: chunks, paths, and 1 for an interrupted rebuild."""
         sets = (
@@ -162,20 +168,25 @@ class Drift:
 
 
 def measure(
-    indexer: Indexer, on_disk: Iterable[str] | None = None, indexed: set[str] | None = None
+    indexer: Indexer,
+    on_disk: Iterable[str] | None = None,
+    indexed: set[str] | None = None,
+    *,
+    projections: bool = True,
 ) -> Drift:
     """Compare the catalog with the files and with every projection, by ids.
 
     Call with no writer running (under ``indexer.writers`` or the read side of ``indexer.lock``),
     so that the sets are read from one state. ``indexed``: the catalog's paths, when the caller
-    has just read them (the scan has).
+    has just read them (the scan has). ``projections=False``: the files and the intent log only,
+    for a scan that found the drift seal intact (``reme_core.index.seal``); the projections'
+    findings stay None (not checked).
     """
     catalog = indexer.catalog
     files = set(on_disk) if on_disk is not None else set(indexer.scope_files())
     if indexed is None:
         indexed = catalog.paths()
     problems = set(catalog.problems())
-    ids = catalog.all_chunk_ids()
     unsettled, rebuilding = catalog.unsettled()
     drift = Drift(
         unindexed=files - indexed - problems,
@@ -183,6 +194,9 @@ def measure(
         unsettled=unsettled,
         rebuild_interrupted=rebuilding,
     )
+    if not projections:
+        return drift
+    ids = catalog.all_chunk_ids()
     held = indexer.keyword.chunk_ids()
     if held is not None:
         # Nearly always equal: one comparison instead of two differences of 50k-id sets.

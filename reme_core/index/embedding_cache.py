@@ -33,6 +33,7 @@ class EmbeddingCache:
     """SQLite under ``.reme/embeddings.sqlite3``; safe to share between threads."""
 
     def __init__(self, db_path: Path):
+        self.db_path = db_path
         self._lock = threading.Lock()
         self._db = sqlite3.connect(db_path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")

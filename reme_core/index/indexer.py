@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
@@ -28,7 +28,8 @@ from pydantic import BaseModel, Field
 from reme_core.components import Chunker, Graph, KeywordIndex, TagIndex
 from reme_core.errors import FrontmatterError, RemeError
 from reme_core.index import drift as drift_check
-from reme_core.index.catalog import Catalog, FileStat, problem_message, row_matches
+from reme_core.index import seal
+from reme_core.index.catalog import Catalog, FileStamp, FileStat, problem_message, stamp_of
 from reme_core.index.rwlock import ReadWriteLock
 from reme_core.schema import Chunk, Link, NoteSummary
 from reme_core.workspace import LinkResolver, WorkspacePaths, parse_note
@@ -167,6 +168,18 @@ class Indexer:
         self._dangling: dict[str, list[str]] | None = None
         """Targets (raw) of each note's unresolved links, kept by the writers so that a new note
         does not cost a query of every unresolved link; None until needed and after a removal."""
+        self.state_dir = catalog.db_path.parent
+        on_disk = seal.load(self.state_dir)
+        self._sealed_on_disk = on_disk[0] if on_disk else None
+        self._seal = self._sealed_on_disk
+        """The state files as they were when the projections last agreed (None: not known); a
+        scan that finds them so skips comparing ids (``reme_core.index.seal``)."""
+        self._stamps: dict[str, FileStamp] | None = None
+        """The catalog's file stamps, kept while the catalog is unchanged (only the indexer
+        writes it, and forgets them first); trusted only while the seal holds."""
+        self._stamps_on_disk = on_disk[1] if on_disk else None
+        """The digest of the stamps saved with the seal on disk, read at the first sealed scan."""
+        self._disk_stamps_usable = self._stamps_on_disk is not None
 
     # -- scope -------------------------------------------------------------------------------
 
@@ -204,13 +217,15 @@ class Indexer:
         A file whose stat matches the one recorded with its hash is not read; every other file
         is read and hashed, and only a changed hash re-indexes it.
         """
-        with self.writers:
+        with self.writers, self.sealed_write() as sealed:
             started = time.perf_counter()
             clock = time.time_ns()  # before any stat: what "settled" is measured against
             listing = self.scope_stats()
             on_disk = list(listing)
-            known = self.catalog.file_rows()
-            drift = drift_check.measure(self, on_disk, indexed=set(known))
+            known = self._sealed_stamps() if sealed else None
+            if known is None:
+                known = self.catalog.file_stamps()
+            drift = drift_check.measure(self, on_disk, indexed=set(known), projections=not sealed)
             if drift.rebuild_interrupted:
                 report = self.rebuild()
                 report.drift = drift.problems()
@@ -222,23 +237,18 @@ class Indexer:
             stats: dict[str, FileStat | None] = {}
             restat: dict[str, FileStat | None] = {}
             repaired: list[str] = []
-            unchanged = 0
-            for path, st in listing.items():
-                row = known.get(path)
-                if (
-                    row is not None
-                    and st is not None
-                    and path not in repair
-                    and row_matches(row, st)
-                ):
-                    unchanged += 1
-                    continue
+            to_read = _stat_changed(listing, known) | (repair & listing.keys())
+            unchanged = len(listing) - len(to_read)
+            digests = self.catalog.hashes(p for p in to_read if p in known)
+            for path in sorted(to_read):
+                st = listing[path]
                 data = self._read(path)
                 settled = FileStat.settled(st, clock)
-                if data is not None and row is not None and row[1] == _hash(data):
+                if data is not None and digests.get(path) == _hash(data):
                     if path not in repair:
                         unchanged += 1
-                        recorded = FileStat(*row[2:]) if row[5] is not None else None
+                        stamp = known[path]
+                        recorded = FileStat(*stamp) if stamp[3] is not None else None
                         if settled != recorded:
                             restat[path] = settled
                         continue
@@ -254,12 +264,18 @@ class Indexer:
                 # cache. Other vector drift is repaired by the reconcile that follows a scan.
                 plan.vector_paths = sorted({*repaired, *plan.forget})
             report = self._apply(plan)
-            self.catalog.set_stats(restat)
+            if restat:
+                self._forget_stamps()
+                self.catalog.set_stats(restat)
             again = set(repaired)
             report.indexed = [p for p in report.indexed if p not in again]
             report.repaired = sorted({*repaired, *plan.forget})
             report.drift = drift.problems()
             report.unchanged = unchanged
+            if drift.agrees:  # checked (or sealed) and repaired nothing: the projections agree
+                self._seal = self._current_seal()
+                if plan.empty and not restat:
+                    self._stamps = known  # what the catalog still holds
             report.seconds = time.perf_counter() - started
             return report
 
@@ -274,7 +290,7 @@ class Indexer:
         New chunks are embedded (when vectors are configured) before the changes are applied, so
         the paths are searchable by both arms when this returns.
         """
-        with self.writers:
+        with self.writers, self.sealed_write():
             started = time.perf_counter()
             resolver = self._link_resolver()
             known = self.catalog.hashes()
@@ -315,7 +331,7 @@ class Indexer:
 
         Searches see the old projections until the new ones replace them in one step.
         """
-        with self.writers:
+        with self.writers, self.sealed_write():
             started = time.perf_counter()
             clock = time.time_ns()
             listing = self.scope_stats()  # each stat taken before its file is read
@@ -325,13 +341,83 @@ class Indexer:
             plan = self._prepare(changed, [], added=set(), relink=False, stats=stats)
             plan.clear_first = True
             report = self._apply(plan)
+            self._seal = self._current_seal()  # every projection was filled from the notes
             report.seconds = time.perf_counter() - started
             return report
 
     def optimize(self) -> None:
-        with self.writers:
+        with self.writers, self.sealed_write():
             self.keyword.optimize()  # the keyword index locks itself; no reader sees a change
             self.keyword.flush()
+
+    # -- the drift seal ------------------------------------------------------------------------
+
+    def seal_holds(self) -> bool:
+        """Whether the state files are as they were when the projections last agreed."""
+        return self._seal is not None and self._current_seal() == self._seal
+
+    @contextmanager
+    def sealed_write(self) -> Iterator[bool]:
+        """Around a writer (under ``writers``): the seal follows reme's own writes when it held
+        just before them, which is what this yields. A write that fails half-way leaves nothing
+        sealed; one that began unsealed leaves sealing to the pass (a clean check, a rebuild)."""
+        held = self.seal_holds()
+        self._seal = None
+        yield held
+        if held:
+            self._seal = self._current_seal()
+
+    def before_close(self, busy: bool = False) -> SealAtClose:
+        """Before any state file closes: whether the seal still holds (not while something
+        ``busy`` writes outside the indexer's passes), and the catalog's stamps to save with it
+        when it changed since the one on disk."""
+        current = None if busy else self._current_seal()
+        if current is None or current != self._seal:
+            return SealAtClose(held=False)
+        if current == self._sealed_on_disk and self._disk_stamps_usable:
+            return SealAtClose(held=True)  # nothing written since: the seal on disk stands
+        return SealAtClose(held=True, stamps=self._sealed_stamps() or self.catalog.file_stamps())
+
+    def after_close(self, closing: SealAtClose) -> None:
+        """Once every state file is closed: leave the seal for the next process when it held
+        before closing, else remove the one on disk."""
+        if not closing.held:
+            seal.drop(self.state_dir)
+        elif closing.stamps is not None:
+            files = self._state_files()
+            if files is not None:
+                seal.save(self.state_dir, seal.take(self.state_dir, files), closing.stamps)
+
+    def _sealed_stamps(self) -> dict[str, FileStamp] | None:
+        """The catalog's file stamps without reading the catalog: as the last scan that changed
+        nothing read them, or as saved with the seal on disk (read once). Call while the seal
+        holds."""
+        if self._stamps is None and self._stamps_on_disk is not None:
+            self._stamps = seal.load_stamps(self.state_dir, self._stamps_on_disk)
+            self._stamps_on_disk = None
+            self._disk_stamps_usable = self._stamps is not None
+        return self._stamps
+
+    def _forget_stamps(self) -> None:
+        """Before the catalog changes: the stamps kept or saved no longer describe it."""
+        self._stamps = None
+        self._stamps_on_disk = None
+
+    def _current_seal(self) -> seal.Seal | None:
+        files = self._state_files()
+        return None if files is None else seal.take(self.state_dir, files)
+
+    def _state_files(self) -> list[Path] | None:
+        """Every file the drift check reads; None when a projection cannot name its own."""
+        files = [self.catalog.db_path]
+        for part in (self.keyword, self.graph, self.tags, self.vectors):
+            if part is None:
+                continue
+            named = part.state_files()
+            if named is None:
+                return None
+            files.extend(named)
+        return files
 
     # -- internals ---------------------------------------------------------------------------
 
@@ -403,6 +489,7 @@ class Indexer:
         if plan.empty:  # e.g. a watcher event for a file saved unchanged: readers go on
             self.keyword.flush()
             return report
+        self._forget_stamps()
         # Intent first: a process killed before every projection has persisted this pass leaves
         # these paths listed, and the next scan applies them again (see Catalog.begin_pass).
         touched = plan.touched()
@@ -608,6 +695,29 @@ class Indexer:
             files, self._resolver_files = self._resolver_files, None
             self._resolver = LinkResolver(files if files is not None else self.scope_files())
         return self._resolver
+
+
+def _stat_changed(
+    listing: Mapping[str, os.stat_result | None], known: Mapping[str, FileStamp]
+) -> set[str]:
+    """The listed files that must be read: new to the catalog, or their stat is not the one
+    recorded with their hash (a second hard link, or no stat, always counts as changed)."""
+    changed = set()
+    recorded = known.get
+    for path, st in listing.items():
+        stamp = stamp_of(st) if st is not None else None
+        if stamp is None or recorded(path) != stamp:
+            changed.add(path)
+    return changed
+
+
+@dataclass(frozen=True)
+class SealAtClose:
+    """What ``Indexer.before_close`` found, for ``after_close``."""
+
+    held: bool
+    stamps: dict[str, FileStamp] | None = None
+    """The catalog's stamps to save with a new seal; None: keep the seal on disk as it is."""
 
 
 class _Unindexable(RemeError):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -87,6 +88,12 @@ class VectorIndex:
             if self.error is None:
                 self.store.flush()
             self.store.close()
+
+    def state_files(self) -> list[Path] | None:
+        """What the drift check's vector comparison reads: the store's files and the embedding
+        cache (its stored-marks). None when the store cannot name its files."""
+        files = self.store.state_files()
+        return None if files is None else [*files, self.cache.db_path]
 
     def clear(self) -> None:
         """Forget every stored vector (the cache keeps the embeddings themselves)."""

@@ -334,7 +334,7 @@ class WorkspacePaths:
         ``_walk``: hidden names and linked folders are skipped, linked files count only when they
         stay inside the workspace.
         """
-        wanted = {s.lower() for s in suffixes} if suffixes is not None else None
+        wanted = tuple({s.lower() for s in suffixes}) if suffixes is not None else None
         excluded = PathPatterns(exclude_globs, visible_only=True)
         found: dict[str, os.stat_result | None] = {}
         todo: list[tuple[str, str]] = [(str(self.root), "")]
@@ -349,26 +349,26 @@ class WorkspacePaths:
             check = excluded.for_files_in(rel_dir) if excluded else None
             for entry in entries:
                 name = entry.name
-                if name.startswith("."):
+                if name[0] == ".":
                     continue
-                rel = base + name
+                # Cheapest questions first: most entries are plain files with a wanted suffix.
                 try:
+                    if entry.is_dir(follow_symlinks=False):  # a real folder, not a link to one
+                        rel = base + name
+                        if not (excluded and (excluded(rel) or excluded(rel + "/"))):
+                            todo.append((entry.path, rel))
+                        continue
+                    if wanted is not None and not name.lower().endswith(wanted):
+                        continue
                     if entry.is_symlink() and (
                         entry.is_dir() or not self.is_inside(Path(entry.path))
                     ):
-                        continue
-                    if entry.is_dir():
-                        if not (excluded and (excluded(rel) or excluded(rel + "/"))):
-                            todo.append((entry.path, rel))
                         continue
                     if not entry.is_file():
                         continue
                 except OSError:
                     continue
-                if wanted is not None:
-                    dot = name.rfind(".")
-                    if dot <= 0 or name[dot:].lower() not in wanted:
-                        continue
+                rel = base + name
                 if check is not None and check(rel):
                     continue
                 try:
