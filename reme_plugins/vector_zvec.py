@@ -122,6 +122,10 @@ class ZvecFileStore(FileStore):
         self._dim = 0
 
     def state_files(self) -> list[Path]:
+        """The collection and its meta file. RocksDB inside zvec writes its manifest, options and
+        log files each time the collection opens, so a seal taken at close never holds in the
+        next process: the first index pass of a process compares ids in full (measured here);
+        later passes of the same process skip it while nothing changed."""
         return [self._path, self._meta_path]
 
     # -- lifecycle ---------------------------------------------------------------------------
