@@ -402,10 +402,14 @@ class Reme:
     def _update_vectors(self, mode: VectorMode, progress: Progress | None) -> None:
         if self.vectors is None or mode == "skip":
             return
+        if self.indexer.vectors_settled():
+            return  # nothing changed since the vectors last matched the catalog
         if mode == "background":
             self.vectors.reconcile_in_background()
         else:
             self.vectors.reconcile(progress)
+            if self.vectors.matched:
+                self.indexer.settle_vectors()
 
     def _on_change(self, changed: list[str], removed: list[str]) -> None:
         # Read-your-writes: the write call returns only after its file is searchable.

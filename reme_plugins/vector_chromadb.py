@@ -184,8 +184,8 @@ class ChromaFileStore(FileStore):
 
     def state_files(self) -> list[Path] | None:
         """The embedded client's folder; a server's state is out of sight (None). chromadb
-        writes its database whenever a client opens or closes, so, as with zvec, only later
-        passes of one process skip the id comparison."""
+        writes its database whenever a client opens, so only the later passes of a process
+        skip the id comparison."""
         return None if self.settings.mode == "server" else [self._chroma_dir]
 
     # -- naming and connection ---------------------------------------------------------------

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -45,6 +46,10 @@ from reme_plugins.vector_filters import (
 META_VERSION = 1
 VECTOR = "v"
 _FIELDS = ["path", "status", "date", "tags"]
+_ROCKSDB_BOOKKEEPING = re.compile(
+    r"(CURRENT|IDENTITY|LOCK|LOG(\.old\..*)?|MANIFEST-\d+|OPTIONS-\d+)"
+)
+"""Files the RocksDB stores inside a collection rewrite each time it opens, whatever it holds."""
 _initialised = False
 _init_lock = threading.Lock()
 
@@ -122,11 +127,21 @@ class ZvecFileStore(FileStore):
         self._dim = 0
 
     def state_files(self) -> list[Path]:
-        """The collection and its meta file. RocksDB inside zvec writes its manifest, options and
-        log files each time the collection opens, so a seal taken at close never holds in the
-        next process: the first index pass of a process compares ids in full (measured here);
-        later passes of the same process skip it while nothing changed."""
-        return [self._path, self._meta_path]
+        """The collection's files and its meta file, less what the RocksDB stores inside it
+        rewrite each time the collection opens (their manifest, options, lock and log files and
+        empty write-ahead logs): those change with no vector changing, and would break the drift
+        seal in every process. What holds vectors and ids (segments, SST tables, a write-ahead
+        log with records, the deletion map, zvec's own manifest) is watched."""
+        files = [self._meta_path]
+        for folder, _, names in os.walk(self._path):
+            for name in names:
+                path = Path(folder) / name
+                if _ROCKSDB_BOOKKEEPING.fullmatch(name) or (
+                    name.endswith(".log") and _size(path) == 0
+                ):
+                    continue
+                files.append(path)
+        return sorted(files)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -420,3 +435,10 @@ def _decode_tag(stored: str) -> str:
 def register_file_stores(register: Callable[[type[FileStore]], None]) -> None:
     """Register the zvec store as ``zvec``."""
     register(ZvecFileStore)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return -1

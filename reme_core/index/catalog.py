@@ -496,11 +496,21 @@ class Catalog:
 
     def chunk_hashes(self, paths: Iterable[str] | None = None) -> list[tuple[str, str, str]]:
         """``(chunk_id, path, SHA-256 hex of its text)`` of every chunk, or of ``paths``'s:
-        what changed, without reading a note."""
-        return [
-            (chunk_id(row.path, row.ordinal), row.path, row.digest.hex())
-            for row in self._chunk_rows(paths)
-        ]
+        what changed, without reading a note (nor parsing spans: the vector pass asks this of
+        every chunk, 57k at 10k notes, on every ``reme index``)."""
+        sql = "SELECT path, ordinal, digest FROM chunks"
+        with self._read() as db:
+            if paths is None:
+                rows = db.execute(f"{sql} ORDER BY path, ordinal").fetchall()
+            else:
+                rows = []
+                wanted = list(dict.fromkeys(paths))
+                for start in range(0, len(wanted), 500):
+                    batch = wanted[start : start + 500]
+                    marks = ",".join("?" * len(batch))
+                    query = f"{sql} WHERE path IN ({marks}) ORDER BY path, ordinal"
+                    rows += db.execute(query, batch).fetchall()
+        return [(chunk_id(path, ordinal), path, digest.hex()) for path, ordinal, digest in rows]
 
     def _chunk_rows(self, paths: Iterable[str] | None) -> list[_ChunkRow]:
         sql = f"SELECT {_CHUNK_COLUMNS} FROM chunks"

@@ -170,16 +170,22 @@ class Indexer:
         does not cost a query of every unresolved link; None until needed and after a removal."""
         self.state_dir = catalog.db_path.parent
         on_disk = seal.load(self.state_dir)
-        self._sealed_on_disk = on_disk[0] if on_disk else None
+        self._sealed_on_disk = on_disk.files if on_disk else None
         self._seal = self._sealed_on_disk
         """The state files as they were when the projections last agreed (None: not known); a
         scan that finds them so skips comparing ids (``reme_core.index.seal``)."""
+        # What is known only while the seal has held throughout; ``_unsettle`` forgets it when
+        # a writer finds the seal broken, and before the catalog changes.
         self._stamps: dict[str, FileStamp] | None = None
-        """The catalog's file stamps, kept while the catalog is unchanged (only the indexer
-        writes it, and forgets them first); trusted only while the seal holds."""
-        self._stamps_on_disk = on_disk[1] if on_disk else None
-        """The digest of the stamps saved with the seal on disk, read at the first sealed scan."""
-        self._disk_stamps_usable = self._stamps_on_disk is not None
+        """The catalog's file stamps as a scan that changed nothing read them."""
+        self._disk_stamps = on_disk.stamps if on_disk else None
+        """The digest of the stamps saved with the seal on disk."""
+        self._disk_stamps_current = self._disk_stamps is not None
+        """Whether those stamps still describe the catalog (read at the first sealed scan)."""
+        self._settled_on_disk = on_disk.vectors if on_disk else None
+        self._vectors_settled = self._settled_on_disk
+        """The embedding model whose vectors the last vector pass under the seal found matching
+        the catalog (None: not known): while the seal holds, there is no vector pass to run."""
 
     # -- scope -------------------------------------------------------------------------------
 
@@ -265,7 +271,7 @@ class Indexer:
                 plan.vector_paths = sorted({*repaired, *plan.forget})
             report = self._apply(plan)
             if restat:
-                self._forget_stamps()
+                self._catalog_changing()
                 self.catalog.set_stats(restat)
             again = set(repaired)
             report.indexed = [p for p in report.indexed if p not in again]
@@ -363,6 +369,8 @@ class Indexer:
         sealed; one that began unsealed leaves sealing to the pass (a clean check, a rebuild)."""
         held = self.seal_holds()
         self._seal = None
+        if not held:  # something else changed the state: nothing known under the seal holds
+            self._unsettle()
         yield held
         if held:
             self._seal = self._current_seal()
@@ -370,38 +378,70 @@ class Indexer:
     def before_close(self, busy: bool = False) -> SealAtClose:
         """Before any state file closes: whether the seal still holds (not while something
         ``busy`` writes outside the indexer's passes), and the catalog's stamps to save with it
-        when it changed since the one on disk."""
+        unless the ones on disk still describe the catalog."""
         current = None if busy else self._current_seal()
         if current is None or current != self._seal:
             return SealAtClose(held=False)
-        if current == self._sealed_on_disk and self._disk_stamps_usable:
-            return SealAtClose(held=True)  # nothing written since: the seal on disk stands
-        return SealAtClose(held=True, stamps=self._sealed_stamps() or self.catalog.file_stamps())
+        stamps = None
+        if not self._disk_stamps_current:
+            stamps = self._stamps or self.catalog.file_stamps()
+        return SealAtClose(held=True, stamps=stamps, vectors=self._vectors_settled)
 
     def after_close(self, closing: SealAtClose) -> None:
         """Once every state file is closed: leave the seal for the next process when it held
-        before closing, else remove the one on disk."""
-        if not closing.held:
+        before closing (taken now: closing may write, as zvec rewrites its index file), else
+        remove the one on disk. Nothing is written when nothing changed."""
+        files = self._state_files() if closing.held else None
+        if files is None:
             seal.drop(self.state_dir)
-        elif closing.stamps is not None:
-            files = self._state_files()
-            if files is not None:
-                seal.save(self.state_dir, seal.take(self.state_dir, files), closing.stamps)
+            return
+        taken = seal.take(self.state_dir, files)
+        if (
+            closing.stamps is None
+            and taken == self._sealed_on_disk
+            and closing.vectors == self._settled_on_disk
+        ):
+            return
+        kept = self._disk_stamps if closing.stamps is None else None
+        seal.save(self.state_dir, taken, closing.stamps, closing.vectors, kept_stamps=kept)
+
+    def vectors_settled(self) -> bool:
+        """Whether the vector store is known to match the catalog: the last vector pass under
+        the seal found nothing to do, for the model in use, and the seal still holds."""
+        vectors = self.vectors
+        return (
+            vectors is not None
+            and vectors.available
+            and vectors.model_id is not None
+            and self._vectors_settled == vectors.model_id
+            and self.seal_holds()
+        )
+
+    def settle_vectors(self) -> None:
+        """After a vector pass that found nothing to do: remember it while the seal holds (it
+        does when that pass wrote nothing and no one else did)."""
+        with self.writers:
+            if self.vectors is not None and self.seal_holds():
+                self._vectors_settled = self.vectors.model_id
 
     def _sealed_stamps(self) -> dict[str, FileStamp] | None:
         """The catalog's file stamps without reading the catalog: as the last scan that changed
         nothing read them, or as saved with the seal on disk (read once). Call while the seal
         holds."""
-        if self._stamps is None and self._stamps_on_disk is not None:
-            self._stamps = seal.load_stamps(self.state_dir, self._stamps_on_disk)
-            self._stamps_on_disk = None
-            self._disk_stamps_usable = self._stamps is not None
+        if self._stamps is None and self._disk_stamps_current and self._disk_stamps:
+            self._stamps = seal.load_stamps(self.state_dir, self._disk_stamps)
+            self._disk_stamps_current = self._stamps is not None
         return self._stamps
 
-    def _forget_stamps(self) -> None:
-        """Before the catalog changes: the stamps kept or saved no longer describe it."""
+    def _catalog_changing(self) -> None:
+        """Before the catalog changes: the stamps kept or saved no longer describe it, and the
+        vectors may not match it any more (or a model may fail to embed the change)."""
+        self._unsettle()
+
+    def _unsettle(self) -> None:
         self._stamps = None
-        self._stamps_on_disk = None
+        self._disk_stamps_current = False
+        self._vectors_settled = None
 
     def _current_seal(self) -> seal.Seal | None:
         files = self._state_files()
@@ -489,7 +529,7 @@ class Indexer:
         if plan.empty:  # e.g. a watcher event for a file saved unchanged: readers go on
             self.keyword.flush()
             return report
-        self._forget_stamps()
+        self._catalog_changing()
         # Intent first: a process killed before every projection has persisted this pass leaves
         # these paths listed, and the next scan applies them again (see Catalog.begin_pass).
         touched = plan.touched()
@@ -718,6 +758,8 @@ class SealAtClose:
     held: bool
     stamps: dict[str, FileStamp] | None = None
     """The catalog's stamps to save with a new seal; None: keep the seal on disk as it is."""
+    vectors: str | None = None
+    """The model whose vectors are settled (``Indexer.vectors_settled``), saved with the seal."""
 
 
 class _Unindexable(RemeError):

@@ -61,6 +61,9 @@ class VectorIndex:
         """The latest failure while embedding; the work stays pending and is retried."""
         self.done = 0
         self.total = 0
+        self.matched = False
+        """Whether the last reconcile found the store matching the catalog, with nothing to
+        embed, store or drop (and so wrote nothing)."""
         self._version = 0
         self._coverage: tuple[tuple[int, int], tuple[int, int]] | None = None
 
@@ -170,6 +173,7 @@ class VectorIndex:
         Returns the number of chunks (re)stored. Stops early, leaving the rest pending, when
         ``close()`` is called.
         """
+        self.matched = False
         if not self.available:
             return 0
         try:
@@ -192,6 +196,9 @@ class VectorIndex:
         paths = sorted(stale | gone)
         self.total = len(rows)
         self.done = self.total - sum(1 for cid in want if chunk_path(cid) in stale)
+        if not paths:
+            self.matched = True
+            return 0  # nothing stored, nothing to flush: the store's files stay as they are
         refreshed = 0
         batch: list[str] = []
         chunks_in_batch = 0

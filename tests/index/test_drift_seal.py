@@ -198,10 +198,10 @@ def test_the_seal_covers_folders_and_sqlite_logs_and_drops_racy_entries(tmp_path
     (state / "db.sqlite3-wal").write_bytes(b"frame")
     assert seal.take(state, files) != taken
 
-    assert seal.save(state, taken, {"a.md": (1, 2, 3, 4)}) is True
+    assert seal.save(state, taken, {"a.md": (1, 2, 3, 4)}, vectors="model-a") is True
     saved = seal.load(state)
-    assert saved is not None and saved[0] == taken
-    assert seal.load_stamps(state, saved[1] or "") == {"a.md": (1, 2, 3, 4)}
+    assert saved is not None and saved.files == taken and saved.vectors == "model-a"
+    assert seal.load_stamps(state, saved.stamps or "") == {"a.md": (1, 2, 3, 4)}
     # An entry as new as the seal file could change again within the same tick unseen.
     future = time.time_ns() + 3600 * 10**9
     os.utime(state / "db.sqlite3", ns=(future, future))
@@ -217,8 +217,8 @@ def test_the_catalogs_stamps_saved_with_the_seal_serve_the_next_scan(
     indexed(workspace, default_plugins)
     with open_ws(workspace, default_plugins) as reme:
         saved = seal.load(workspace / ".reme")
-        assert saved is not None and saved[1] is not None
-        assert seal.load_stamps(workspace / ".reme", saved[1]) == reme.catalog.file_stamps()
+        assert saved is not None and saved.stamps is not None
+        assert seal.load_stamps(workspace / ".reme", saved.stamps) == reme.catalog.file_stamps()
         read: list[int] = []
         monkeypatch.setattr(reme.catalog, "file_stamps", lambda: read.append(1) or {})
         assert reme.index().indexed == [] and read == []
@@ -233,3 +233,74 @@ def test_the_catalogs_stamps_saved_with_the_seal_serve_the_next_scan(
         assert reme.indexer.seal_holds()
         (workspace / NOTE).write_text("# Stamped\n\nThe ibexagain climbs.\n")
         assert reme.index().indexed == [NOTE]
+
+
+def vector_passes(reme: Reme, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A counter of vector passes that compared the store with the catalog."""
+    assert reme.vectors is not None
+    calls: list[int] = []
+    run = reme.vectors._reconcile
+
+    def counted(progress: object) -> int:
+        calls.append(1)
+        return run(progress)
+
+    monkeypatch.setattr(reme.vectors, "_reconcile", counted)
+    return calls
+
+
+def test_vectors_that_matched_under_the_seal_need_no_vector_pass(
+    workspace: Path, default_plugins: Plugins, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    indexed(workspace, default_plugins)
+    saved = seal.load(workspace / ".reme")
+    assert saved is not None and saved.vectors == "hash-64"
+    with open_ws(workspace, default_plugins) as reme:
+        passes = vector_passes(reme, monkeypatch)
+        reme.index()
+        assert passes == []
+        # A write: the next index compares again, then the vectors are settled once more.
+        (workspace / NOTE).write_text("# Vectors\n\nThe tapirvector naps.\n")
+        assert reme.index().indexed == [NOTE]
+        assert passes == [1]
+        reme.index()
+        reme.index()
+        assert passes == [1, 1]
+        assert reme.search("tapirvector").hits[0].arm_ranks.get("vector") is not None
+
+
+def test_a_vector_deleted_while_closed_is_embedded_again(
+    workspace: Path, default_plugins: Plugins
+) -> None:
+    indexed(workspace, default_plugins)
+    db = sqlite3.connect(workspace / ".reme" / "vectors.sqlite3")
+    with db:
+        db.execute("DELETE FROM vectors WHERE path = ?", (PERF,))
+    db.close()
+    with open_ws(workspace, default_plugins) as reme:
+        assert reme.vectors is not None
+        assert not reme.indexer.vectors_settled()
+        reme.index()
+        assert {cid for cid in reme.vectors.store.ids() if cid.startswith(PERF)}
+        assert reme.status()["drift"]["found"] is False
+
+
+def test_a_state_file_its_component_rewrites_on_close_is_sealed_as_closed(
+    workspace: Path, default_plugins: Plugins, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """zvec rewrites its vector index file whenever it closes, changes or not: the seal saved
+    at close is taken after that, so the next process still finds it intact."""
+    indexed(workspace, default_plugins)
+    for _ in range(2):
+        with open_ws(workspace, default_plugins) as reme:
+            assert reme.indexer.seal_holds()
+            close = reme.tags.close
+            tags_file = workspace / ".reme" / "tags.sqlite3"
+
+            def touching_close(close=close, tags_file=tags_file) -> None:
+                close()
+                os.utime(tags_file, ns=(time.time_ns(), time.time_ns()))
+
+            monkeypatch.setattr(reme.tags, "close", touching_close)
+    with open_ws(workspace, default_plugins) as reme:
+        assert reme.indexer.seal_holds()
