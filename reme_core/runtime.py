@@ -106,6 +106,11 @@ class Reme:
         )
         self.vectors = self._build_vectors(context)
         self.indexer.vectors = self.vectors
+        if self.vectors is not None:
+            # While the drift seal says the store matched the catalog, a vector pass has
+            # nothing to compare; one that finds nothing to do says so to the seal.
+            self.vectors.settled = self.indexer.vectors_settled
+            self.vectors.on_matched = self.indexer.settle_vectors
         arms: list[SearchArm] = [KeywordArm(self.keyword)]
         weights = {"keyword": 1.0}
         if self.vectors is not None:
@@ -402,14 +407,10 @@ class Reme:
     def _update_vectors(self, mode: VectorMode, progress: Progress | None) -> None:
         if self.vectors is None or mode == "skip":
             return
-        if self.indexer.vectors_settled():
-            return  # nothing changed since the vectors last matched the catalog
         if mode == "background":
             self.vectors.reconcile_in_background()
         else:
             self.vectors.reconcile(progress)
-            if self.vectors.matched:
-                self.indexer.settle_vectors()
 
     def _on_change(self, changed: list[str], removed: list[str]) -> None:
         # Read-your-writes: the write call returns only after its file is searchable.

@@ -417,11 +417,17 @@ class Indexer:
             and self.seal_holds()
         )
 
-    def settle_vectors(self) -> None:
-        """After a vector pass that found nothing to do: remember it while the seal holds (it
-        does when that pass wrote nothing and no one else did)."""
+    def settle_vectors(self, generation: int) -> None:
+        """After a vector pass that found nothing to do, begun at the catalog's ``generation``:
+        remember it while the seal holds (it does when that pass wrote nothing and no one else
+        did), unless a write changed the catalog since the pass began (a write's embedding may
+        have failed, leaving work the pass never saw)."""
         with self.writers:
-            if self.vectors is not None and self.seal_holds():
+            if (
+                self.vectors is not None
+                and self.catalog.generation == generation
+                and self.seal_holds()
+            ):
                 self._vectors_settled = self.vectors.model_id
 
     def _sealed_stamps(self) -> dict[str, FileStamp] | None:

@@ -64,6 +64,11 @@ class VectorIndex:
         self.matched = False
         """Whether the last reconcile found the store matching the catalog, with nothing to
         embed, store or drop (and so wrote nothing)."""
+        self.settled: Callable[[], bool] = lambda: False
+        """Whether the store is known to match the catalog still (the runtime asks the drift
+        seal, ``Indexer.vectors_settled``): a reconcile then has nothing to compare."""
+        self.on_matched: Callable[[int], None] | None = None
+        """Told the catalog generation a reconcile began at, when it found nothing to do."""
         self._version = 0
         self._coverage: tuple[tuple[int, int], tuple[int, int]] | None = None
 
@@ -169,6 +174,7 @@ class VectorIndex:
 
     def reconcile(self, progress: Progress | None = None) -> int:
         """Embed whatever the store lacks or holds stale; drop what the catalog no longer has.
+        Nothing to compare while ``settled()`` says the store still matches the catalog.
 
         Returns the number of chunks (re)stored. Stops early, leaving the rest pending, when
         ``close()`` is called.
@@ -176,12 +182,18 @@ class VectorIndex:
         self.matched = False
         if not self.available:
             return 0
+        if self.settled():
+            self.matched = True
+            return 0
+        generation = self.catalog.generation
         try:
             refreshed = self._reconcile(progress)
         except RemeError as exc:  # the rest stays pending: the next index or write retries it
             self.last_error = str(exc)
             return 0
         self.last_error = None
+        if self.matched and self.on_matched is not None:
+            self.on_matched(generation)
         return refreshed
 
     def _reconcile(self, progress: Progress | None) -> int:

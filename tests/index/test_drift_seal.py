@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import FAKE_VECTORS
 
+from reme_core.errors import EmbeddingError
 from reme_core.index import seal
 from reme_core.plugins import Plugins
 from reme_core.runtime import Reme
@@ -304,3 +305,53 @@ def test_a_state_file_its_component_rewrites_on_close_is_sealed_as_closed(
             monkeypatch.setattr(reme.tags, "close", touching_close)
     with open_ws(workspace, default_plugins) as reme:
         assert reme.indexer.seal_holds()
+
+
+def test_a_write_during_the_vector_pass_keeps_the_next_one(
+    workspace: Path, default_plugins: Plugins, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write whose embedding failed while a vector pass ran leaves work that pass never saw:
+    the pass finding nothing to do must not mark the vectors as matching."""
+    indexed(workspace, default_plugins)
+    with open_ws(workspace, default_plugins) as reme:
+        assert reme.vectors is not None
+        reme.files.write(NOTE, "# Race\n\nThe okapirace runs.\n")  # embedded as it is written
+        assert not reme.indexer.vectors_settled()
+        compare = reme.vectors._reconcile
+
+        def compare_then_write(progress: object) -> int:
+            done = compare(progress)
+            assert reme.vectors is not None and reme.vectors.matched  # nothing left to do
+            monkeypatch.setattr(
+                reme.vectors.embedding,
+                "embed_passages",
+                lambda texts: (_ for _ in ()).throw(EmbeddingError("model down")),
+            )
+            # The write goes on without its vectors, which stay pending for the next pass.
+            reme.files.write(NOTE, "# Race\n\nThe okapilater runs.\n")
+            assert reme.vectors.last_error == "model down"
+            return done
+
+        monkeypatch.setattr(reme.vectors, "_reconcile", compare_then_write)
+        reme.index()
+        assert not reme.indexer.vectors_settled()
+        monkeypatch.undo()
+        reme.index()  # the model is back: the next pass embeds the note, then matches
+        assert reme.search("okapilater").hits[0].arm_ranks.get("vector") is not None
+
+
+def test_a_background_vector_pass_that_matches_settles_the_vectors_too(
+    workspace: Path, default_plugins: Plugins, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    indexed(workspace, default_plugins)
+    with open_ws(workspace, default_plugins) as reme:
+        assert reme.vectors is not None
+        passes = vector_passes(reme, monkeypatch)
+        reme.files.write(NOTE, "# Background\n\nThe quaggaback grazes.\n")  # embedded here
+        reme.index(vectors="background")  # the server's way: the pass runs on a thread
+        assert reme.vectors._thread is not None
+        reme.vectors._thread.join()
+        assert passes == [1] and reme.indexer.vectors_settled()
+        reme.index(vectors="background")
+        reme.vectors._thread.join()
+        assert passes == [1]
