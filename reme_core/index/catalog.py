@@ -183,6 +183,36 @@ def stamp_of(st: os.stat_result) -> FileStamp | None:
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
+_IN_BATCH = 500
+"""Paths bound per ``IN (...)``: SQLite's default limit on bound parameters is 999."""
+
+
+def _rows_of_paths(
+    db: sqlite3.Connection,
+    sql: str,
+    paths: Iterable[str] | None,
+    *,
+    column: str = "path",
+    joiner: str = "WHERE",
+    order: str = "",
+    params: Sequence[object] = (),
+) -> list[tuple]:
+    """The rows of ``sql``: all of them when ``paths`` is None, else those whose ``column`` is
+    one of ``paths`` (``joiner`` adds the condition: ``WHERE``, or ``AND`` after a WHERE), in
+    batches of ``_IN_BATCH``; ``order`` (an ``ORDER BY``) applies within each batch."""
+    tail = f" {order}" if order else ""
+    if paths is None:
+        return db.execute(sql + tail, params).fetchall()
+    wanted = list(dict.fromkeys(paths))
+    rows: list[tuple] = []
+    for start in range(0, len(wanted), _IN_BATCH):
+        batch = wanted[start : start + _IN_BATCH]
+        marks = ",".join("?" * len(batch))
+        query = f"{sql} {joiner} {column} IN ({marks}){tail}"
+        rows += db.execute(query, [*params, *batch]).fetchall()
+    return rows
+
+
 class Catalog:
     """Rows per indexed file and per chunk. Safe to call from the API and the watcher thread."""
 
@@ -382,17 +412,8 @@ class Catalog:
 
     def hashes(self, paths: Iterable[str] | None = None) -> dict[str, str]:
         """Every indexed path's content hash (of ``paths`` when given)."""
-        sql = "SELECT path, content_hash FROM notes"
         with self._read() as db:
-            if paths is None:
-                return dict(db.execute(sql))
-            wanted = list(dict.fromkeys(paths))
-            found: dict[str, str] = {}
-            for start in range(0, len(wanted), 500):
-                batch = wanted[start : start + 500]
-                marks = ", ".join("?" * len(batch))
-                found.update(db.execute(f"{sql} WHERE path IN ({marks})", batch))
-            return found
+            return dict(_rows_of_paths(db, "SELECT path, content_hash FROM notes", paths))
 
     def file_states(self) -> dict[str, FileState]:
         """Every indexed path's content hash and the stat recorded with it."""
@@ -427,16 +448,9 @@ class Catalog:
         return _note(row) if row else None
 
     def notes(self, paths: Iterable[str]) -> dict[str, NoteSummary]:
-        wanted = list(dict.fromkeys(paths))
-        found: dict[str, NoteSummary] = {}
         with self._read() as db:
-            for start in range(0, len(wanted), 500):
-                batch = wanted[start : start + 500]
-                marks = ",".join("?" * len(batch))
-                sql = f"SELECT {_NOTE_COLUMNS} FROM notes WHERE path IN ({marks})"
-                for row in db.execute(sql, batch):
-                    found[row[0]] = _note(row)
-        return found
+            rows = _rows_of_paths(db, f"SELECT {_NOTE_COLUMNS} FROM notes", paths)
+        return {row[0]: _note(row) for row in rows}
 
     def chunks(self, ids: Sequence[str]) -> dict[str, Chunk]:
         """The chunks ``ids`` whose text their note still holds."""
@@ -468,16 +482,9 @@ class Catalog:
 
     def labels(self, paths: Iterable[str]) -> dict[str, NoteLabel]:
         """Name and description of each indexed note among ``paths``."""
-        wanted = list(dict.fromkeys(paths))
-        found: dict[str, NoteLabel] = {}
         with self._read() as db:
-            for start in range(0, len(wanted), 500):
-                batch = wanted[start : start + 500]
-                marks = ",".join("?" * len(batch))
-                sql = f"SELECT path, name, description FROM notes WHERE path IN ({marks})"
-                for path, name, description in db.execute(sql, batch):
-                    found[path] = NoteLabel(name, description)
-        return found
+            rows = _rows_of_paths(db, "SELECT path, name, description FROM notes", paths)
+        return {path: NoteLabel(name, description) for path, name, description in rows}
 
     def chunk_texts(self, ids: Sequence[str]) -> dict[str, str]:
         """Chunk id -> text, for the ids the catalog holds (a keyword index's text source)."""
@@ -500,31 +507,14 @@ class Catalog:
         every chunk, 57k at 10k notes, on every ``reme index``)."""
         sql = "SELECT path, ordinal, digest FROM chunks"
         with self._read() as db:
-            if paths is None:
-                rows = db.execute(f"{sql} ORDER BY path, ordinal").fetchall()
-            else:
-                rows = []
-                wanted = list(dict.fromkeys(paths))
-                for start in range(0, len(wanted), 500):
-                    batch = wanted[start : start + 500]
-                    marks = ",".join("?" * len(batch))
-                    query = f"{sql} WHERE path IN ({marks}) ORDER BY path, ordinal"
-                    rows += db.execute(query, batch).fetchall()
+            rows = _rows_of_paths(db, sql, paths, order="ORDER BY path, ordinal")
         return [(chunk_id(path, ordinal), path, digest.hex()) for path, ordinal, digest in rows]
 
     def _chunk_rows(self, paths: Iterable[str] | None) -> list[_ChunkRow]:
         sql = f"SELECT {_CHUNK_COLUMNS} FROM chunks"
         with self._read() as db:
-            if paths is None:
-                return [_ChunkRow.of(r) for r in db.execute(f"{sql} ORDER BY path, ordinal")]
-            rows: list[_ChunkRow] = []
-            wanted = list(dict.fromkeys(paths))
-            for start in range(0, len(wanted), 500):
-                batch = wanted[start : start + 500]
-                marks = ",".join("?" * len(batch))
-                found = db.execute(f"{sql} WHERE path IN ({marks}) ORDER BY path, ordinal", batch)
-                rows += map(_ChunkRow.of, found)
-            return rows
+            rows = _rows_of_paths(db, sql, paths, order="ORDER BY path, ordinal")
+        return [_ChunkRow.of(row) for row in rows]
 
     def _resolved(self, ids: Sequence[str]) -> list[tuple[_ChunkRow, str]]:
         """The rows of ``ids`` the catalog holds, with their texts (those still readable)."""
@@ -598,17 +588,15 @@ class Catalog:
             "SELECT c.path || '#' || c.ordinal, c.path FROM chunks c JOIN notes n"
             f" ON n.path = c.path WHERE {where}"
         )
-        rows: list[tuple[str, str]] = []
         with self._read() as db:
-            if paths is None:
-                rows = db.execute(sql, params).fetchall()
-            else:
-                wanted = sorted(paths)
-                for start in range(0, len(wanted), 500):
-                    batch = wanted[start : start + 500]
-                    rows += db.execute(
-                        f"{sql} AND c.path IN ({','.join('?' * len(batch))})", [*params, *batch]
-                    ).fetchall()
+            rows = _rows_of_paths(
+                db,
+                sql,
+                None if paths is None else sorted(paths),
+                column="c.path",
+                joiner="AND",
+                params=params,
+            )
         by_path: dict[str, list[str]] = {}
         for cid, path in rows:
             by_path.setdefault(path, []).append(cid)
@@ -642,15 +630,7 @@ class Catalog:
         """The tags of every note that has any (of ``paths`` when given)."""
         sql = "SELECT path, tags FROM notes WHERE tags != '[]'"
         with self._read() as db:
-            if paths is None:
-                rows = db.execute(sql).fetchall()
-            else:
-                wanted = list(dict.fromkeys(paths))
-                rows = []
-                for start in range(0, len(wanted), 500):
-                    batch = wanted[start : start + 500]
-                    marks = ",".join("?" * len(batch))
-                    rows += db.execute(f"{sql} AND path IN ({marks})", batch).fetchall()
+            rows = _rows_of_paths(db, sql, paths, joiner="AND")
         # One JSON array of every note's list: a single parse, not one per note.
         lists = json.loads("[" + ",".join(tags for _, tags in rows) + "]")
         return {path: tags for (path, _), tags in zip(rows, lists, strict=True)}

@@ -271,7 +271,7 @@ class Indexer:
                 plan.vector_paths = sorted({*repaired, *plan.forget})
             report = self._apply(plan)
             if restat:
-                self._catalog_changing()
+                self._unsettle()
                 self.catalog.set_stats(restat)
             again = set(repaired)
             report.indexed = [p for p in report.indexed if p not in again]
@@ -279,7 +279,8 @@ class Indexer:
             report.drift = drift.problems()
             report.unchanged = unchanged
             if drift.agrees:  # checked (or sealed) and repaired nothing: the projections agree
-                self._seal = self._current_seal()
+                if not sealed:  # (when sealed, leaving ``sealed_write`` seals again)
+                    self._seal = self._current_seal()
                 if plan.empty and not restat:
                     self._stamps = known  # what the catalog still holds
             report.seconds = time.perf_counter() - started
@@ -439,12 +440,10 @@ class Indexer:
             self._disk_stamps_current = self._stamps is not None
         return self._stamps
 
-    def _catalog_changing(self) -> None:
-        """Before the catalog changes: the stamps kept or saved no longer describe it, and the
-        vectors may not match it any more (or a model may fail to embed the change)."""
-        self._unsettle()
-
     def _unsettle(self) -> None:
+        """Forget what is known only while the seal has held: before the catalog changes (the
+        stamps kept or saved no longer describe it, and the vectors may not match it any more,
+        or a model may fail to embed the change), and when a writer finds the seal broken."""
         self._stamps = None
         self._disk_stamps_current = False
         self._vectors_settled = None
@@ -535,7 +534,7 @@ class Indexer:
         if plan.empty:  # e.g. a watcher event for a file saved unchanged: readers go on
             self.keyword.flush()
             return report
-        self._catalog_changing()
+        self._unsettle()
         # Intent first: a process killed before every projection has persisted this pass leaves
         # these paths listed, and the next scan applies them again (see Catalog.begin_pass).
         touched = plan.touched()
