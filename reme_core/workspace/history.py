@@ -16,6 +16,7 @@ A revert that would delete files needs ``confirm=True``; ``preview`` says what a
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -26,6 +27,15 @@ from pydantic import BaseModel
 from reme_core.errors import RemeError
 from reme_core.workspace.hashing import content_hash
 from reme_core.workspace.journal import Journal
+from reme_core.workspace.paths import WorkspacePaths, is_internal
+from reme_core.workspace.tools import TEXT_SUFFIXES
+
+# What the history may hold is what the note tools would serve, so a read token never sees
+# through `history_show` a file that `read` refuses (a hard link to .reme/token, a .env, a binary).
+SERVED_SUFFIXES: tuple[str, ...] = TEXT_SUFFIXES
+MAX_FILE_BYTES = 5_242_880
+"""The file tools' default size limit (``FileTools.max_file_bytes``)."""
+_BINARY_PROBE_BYTES = 8192
 
 AUTHOR = ["-c", "user.name=reme", "-c", "user.email=reme@localhost", "-c", "commit.gpgsign=false"]
 # tool_results/ holds spilled tool outputs (reme_core.light): bulky, expiring, not memory.
@@ -166,17 +176,58 @@ class History:
         (self.git_dir / "info" / "exclude").write_text(EXCLUDES, encoding="utf-8")
 
     def record(self, message: str) -> str | None:
-        """Commit every change in the workspace; return the short id, or None if nothing changed."""
+        """Commit every change to a served file; return the short id, or None if nothing changed."""
         self.ensure()
-        self._git("add", "--all", ".")
+        self._stage_served()
         return self._commit(message)
+
+    def served_files(self) -> list[str]:
+        """The workspace files the history may hold: those the note tools would read (a text
+        suffix, confined, one hard link, not binary, within the size limit), outside
+        ``tool_results/`` and hidden names."""
+        paths = WorkspacePaths(self.root)
+        served = []
+        for rel in paths.iter_files(suffixes=SERVED_SUFFIXES):
+            if rel.startswith("tool_results/") or paths.refusal(rel) is not None:
+                continue
+            try:
+                with open(self.root / rel, "rb") as handle:
+                    if os.fstat(handle.fileno()).st_size > MAX_FILE_BYTES:
+                        continue
+                    if b"\0" in handle.read(_BINARY_PROBE_BYTES):
+                        continue
+            except OSError:
+                continue
+            served.append(rel)
+        return served
+
+    def _stage_served(self) -> None:
+        """Stage exactly the served files: new and changed ones added, and every tracked path
+        that is gone or no longer served (a file turned into a hard link, say) dropped."""
+        served = self.served_files()
+        tracked = [p for p in self._git("ls-files", "-z").stdout.split("\0") if p]
+        dropped = sorted(set(tracked) - set(served))
+        if dropped:
+            self._git(
+                "rm",
+                "--cached",
+                "--quiet",
+                "--ignore-unmatch",
+                "--pathspec-from-file=-",
+                "--pathspec-file-nul",
+                stdin="\0".join(dropped),
+            )
+        if served:
+            self._git(
+                "add", "--pathspec-from-file=-", "--pathspec-file-nul", stdin="\0".join(served)
+            )
 
     def snapshot(self) -> list[str]:
         """Commit what changed since the last commit, before a run or a revert: reme's own
         writes (as the journal recorded them) as one ``writes`` entry, the rest as a
         ``snapshot`` entry. Returns the short ids made (none when nothing changed)."""
         self.ensure()
-        self._git("add", "--all", ".")
+        self._stage_served()
         staged = self._git("diff", "--cached", "--name-only", "--no-renames", "-z").stdout
         changed = [path for path in staged.split("\0") if path]
         if not changed:
@@ -254,7 +305,7 @@ class History:
                     message=message,
                     kind=kind_of(message),
                     verbs=[line for line in body.splitlines() if line.strip()],
-                    files=[f for f in files.split("\n") if f],
+                    files=[f for f in files.split("\n") if f and may_hold(f)],
                 )
             )
         return entries
@@ -272,8 +323,21 @@ class History:
         """The unified diff of what entry ``run`` changed, and whether it was cut at
         ``max_chars``."""
         commit = self._commit_of(run)
+        # A history written before it was confined may hold files the note tools refuse: show
+        # only the files whose names the history may hold now.
+        changes = self._git("diff-tree", *_DIFF_TREE, commit).stdout.split("\0")
+        shown = [path for path in changes[1::2] if path and may_hold(path)]
+        if not shown:
+            return "", False
         out = self._git(
-            "show", "--format=", "--no-renames", "--no-color", "--no-ext-diff", commit
+            "show",
+            "--format=",
+            "--no-renames",
+            "--no-color",
+            "--no-ext-diff",
+            commit,
+            "--",
+            *shown,
         ).stdout
         if len(out) > max_chars:
             return out[:max_chars], True
@@ -314,6 +378,17 @@ class History:
                 "nothing was changed"
             )
         return plan.files
+
+
+def may_hold(path: str) -> bool:
+    """Whether a path's name is one the history may hold and show: a served text suffix,
+    no hidden part, outside ``.reme/``, ``.git/`` and ``tool_results/``."""
+    parts = path.split("/")
+    if is_internal(path) or parts[0] == "tool_results":
+        return False
+    if any(part.startswith(".") for part in parts):
+        return False
+    return path.lower().endswith(SERVED_SUFFIXES)
 
 
 def refusal(plan: RevertPlan, *, force: bool, confirm: bool) -> RevertRefusedError | None:

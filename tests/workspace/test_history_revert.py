@@ -87,9 +87,9 @@ def test_tour_writes_are_not_labelled_changes_made_outside_reme(workspace: Path)
     tour(workspace)
     entries = ok_json(workspace, "history")
     outside = [e for e in entries if "outside reme" in e["message"]]
-    # Only the .gitignore `reme init` wrote by itself; never a note written by `reme write`.
-    assert [e["files"] for e in outside] == [[".gitignore"]]
-    assert all(e["kind"] == "snapshot" for e in outside)
+    # Never a note written by `reme write`; the .gitignore `reme init` writes is not a note the
+    # file tools serve, so the history does not hold it either.
+    assert outside == []
     writes = entry(workspace, "writes")
     assert writes["message"] == API_WRITES and writes["files"] == [PLAN]
     assert "writes" in ok(workspace, "history").stdout  # the text output shows the kind too
@@ -105,7 +105,6 @@ def test_a_snapshot_splits_reme_writes_from_hand_edits(workspace: Path) -> None:
         by_kind = {e.kind: e for e in reme.history.entries()}
         assert by_kind["writes"].files == ["digest/wiki/api.md"]
         assert sorted(by_kind["snapshot"].files) == [
-            ".gitignore",
             "digest/wiki/hand.md",
             "digest/wiki/later-by-hand.md",
         ]
