@@ -200,12 +200,19 @@ class Server:
                 f"created an admin token for all workspaces in {self._first_token} (mode 0600).\n"
                 f'Use it:  export {TOKEN_ENV}="$(cat {self._first_token})"\n'
                 f'         curl -H "Authorization: Bearer ${TOKEN_ENV}" {self.url}/status\n'
-                "More tokens, narrower: reme token create --profile read --workspace NAME"
+                "More tokens, narrower: reme token create --profile read --workspace-name NAME"
             )
-        self.echo(
-            f"studio: {_studio_url(self.url, token_file if self.settings.server.auth else None)}"
-        )
+        self.echo(f"studio: {self._studio_line(token_file)}")
         self.ready.set()
+
+    def _studio_line(self, token_file: Path) -> str:
+        """The studio's address. The login URL carries the admin token only on the start that
+        created it: a start banner ends up in terminals, logs and screen shares."""
+        if not self.settings.server.auth:
+            return f"{self.url}/"
+        if self._first_token is not None:
+            return _studio_url(self.url, token_file)
+        return f"{self.url}/ (log in: {self.url}/?token=TOKEN, the admin token is in {token_file})"
 
 
 def _studio_url(url: str, token_file: Path | None) -> str:

@@ -479,3 +479,34 @@ def test_serve_prints_a_login_url_that_works(tmp_path: Path) -> None:
     finally:
         server.stop()
         thread.join(30)
+
+
+def test_a_later_start_does_not_print_the_admin_token(tmp_path: Path) -> None:
+    # Issue 20, defect 7: the banner shows the token only on the start that created it.
+    workspace = copy_example(tmp_path / "ws")
+    settings = load_settings(
+        overrides=[f"workspace={workspace}", "server.port=0"], env=KEYWORD_ONLY_ENV
+    )
+    for start in ("first", "second"):
+        messages: list[str] = []
+        server = Server(
+            settings,
+            plugins=plugins(),
+            echo=messages.append,
+            log_level="warning",
+            with_mcp=False,
+            with_scheduler=False,
+        )
+        thread = threading.Thread(target=server.run)
+        thread.start()
+        try:
+            assert server.ready.wait(30), messages
+        finally:
+            server.stop()
+            thread.join(30)
+        secret = (workspace / STATE_DIR / TOKEN_FILE).read_text(encoding="utf-8").strip()
+        banner = "\n".join(messages)
+        assert "--workspace-name NAME" in banner or start == "second"
+        if start == "second":
+            assert secret not in banner
+            assert str(workspace / STATE_DIR / TOKEN_FILE) in banner
