@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from reme_core.cli.options import emit, workspace_options
+from reme_core.cli.signals import stop_on_interrupt_or_term
 from reme_core.index.indexer import IndexReport
 from reme_core.runtime import Reme
 from reme_core.server.scheduler import STATE_FILE, schedule_status
@@ -165,7 +166,8 @@ def watch_command(opener: Callable[[], Reme], as_json: bool) -> None:
                 emit(r, as_json, _report_text) if r.indexed or r.removed or r.problems else None
             )
         )
-        click.echo(f"watching {reme.root} (Ctrl-C to stop)", err=True)
+        stop_on_interrupt_or_term()
+        click.echo(f"watching {reme.root} (Ctrl-C or SIGTERM to stop)", err=True)
         try:
             while True:
                 time.sleep(3600)
