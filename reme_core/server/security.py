@@ -9,6 +9,7 @@ Origin check the first (a browser always names the page's origin on a cross-orig
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
@@ -51,6 +52,19 @@ def _hostname(value: str) -> str:
     return value  # a bare IPv6 address, or no port
 
 
+# A Host header is a name or address and an optional port, nothing else: "127.0.0.1:2333@evil"
+# once passed as 127.0.0.1 (userinfo, paths and spaces are refused whole).
+_HOST_HEADER = re.compile(r"(?:\[[0-9a-f:.]+\]|[a-z0-9_.\-]+)(?::[0-9]{1,5})?")
+
+
+def host_header_name(value: str) -> str | None:
+    """The lower-case name of a well-formed ``Host`` header, or None when it is malformed."""
+    value = value.strip().lower()
+    if _HOST_HEADER.fullmatch(value) is None:
+        return None
+    return _hostname(value)
+
+
 class SecurityMiddleware:
     """Host allow-list, Origin allow-list (same-origin always allowed), body size limit."""
 
@@ -80,7 +94,7 @@ class SecurityMiddleware:
             return
         headers = _headers(scope)
         host = headers.get("host")
-        if host is None or _hostname(host) not in self.hosts:
+        if host is None or host_header_name(host) not in self.hosts:
             await error_response(
                 403,
                 "Forbidden",

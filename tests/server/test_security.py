@@ -185,7 +185,9 @@ def test_configured_and_same_origins_are_allowed(api: Served) -> None:
 
 
 def test_foreign_host_header_is_rejected(api: Served) -> None:
-    for host in ("evil.example", "evil.example:2333", "127.0.0.1.nip.io"):
+    # Malformed headers whose front looks like ours (issue 20, defect 12) are refused whole.
+    malformed = ("127.0.0.1:2333@evil.example", "localhost:2333/x", "localhost evil", "[::1")
+    for host in ("evil.example", "evil.example:2333", "127.0.0.1.nip.io", *malformed):
         response = api.post("status", token="read", headers={"Host": host})
         refused(response, 403, "Host")
     refused(api.client.get("/health", headers={"Host": "evil.example"}), 403)
