@@ -136,6 +136,32 @@ def may_contain(rel_dir: str, patterns: Iterable[str]) -> bool:
     return False
 
 
+# Format controls that reorder or hide text (bidi overrides and isolates, marks, the Arabic
+# letter mark, zero-width characters): a name holding one displays as another name.
+_INVISIBLE = frozenset(
+    "\u061c\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+    "\u2066\u2067\u2068\u2069\ufeff"
+)
+
+
+def _check_characters(path: str) -> None:
+    """Refuse names no tool should make: control characters (a newline poisoned the vector
+    store's ids), characters that change how a name displays, and text that is not valid
+    Unicode (a lone surrogate, or a file name that was not UTF-8 on disk)."""
+    for char in path:
+        code = ord(char)
+        if code < 0x20 or 0x7F <= code < 0xA0 or char in _INVISIBLE:
+            raise InvalidPathError(
+                f"path {path!r} contains the control or format character U+{code:04X}; "
+                "names may not hold control, bidi or zero-width characters"
+            )
+        if 0xD800 <= code < 0xE000:
+            raise InvalidPathError(
+                f"path {path!r} is not valid UTF-8 (U+{code:04X} is a lone surrogate, as a "
+                "name that is not UTF-8 on disk reads); rename the file"
+            )
+
+
 def _check_length(path: str) -> None:
     """Refuse paths the OS would reject with ENAMETOOLONG, naming the limit instead."""
     size = len(path.encode("utf-8", "surrogatepass"))
@@ -216,6 +242,7 @@ class WorkspacePaths:
             raise PathOutsideWorkspaceError(f"path {path!r} contains a NUL byte")
         if path.strip() == "":
             raise PathOutsideWorkspaceError("path is empty: give a workspace-relative path")
+        _check_characters(path)
         _check_length(path)
         norm = _normalise(path)
         if norm.startswith("/") or re.match(r"^[A-Za-z]:/", norm):

@@ -81,7 +81,9 @@ def atomic_write(path: Path, data: bytes) -> None:
     folder = path.parent
     folder.mkdir(parents=True, exist_ok=True)
     mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+    # A fixed-length temp name: one built from the note's name went past NAME_MAX for names of
+    # 242-255 bytes, which the path check had accepted.
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".reme-write-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
