@@ -28,13 +28,10 @@ from reme_core.errors import RemeError
 from reme_core.workspace.hashing import content_hash
 from reme_core.workspace.journal import Journal
 from reme_core.workspace.paths import WorkspacePaths, is_internal
-from reme_core.workspace.tools import TEXT_SUFFIXES
+from reme_core.workspace.tools import MAX_FILE_BYTES, TEXT_SUFFIXES
 
 # What the history may hold is what the note tools would serve, so a read token never sees
 # through `history_show` a file that `read` refuses (a hard link to .reme/token, a .env, a binary).
-SERVED_SUFFIXES: tuple[str, ...] = TEXT_SUFFIXES
-MAX_FILE_BYTES = 5_242_880
-"""The file tools' default size limit (``FileTools.max_file_bytes``)."""
 _BINARY_PROBE_BYTES = 8192
 
 AUTHOR = ["-c", "user.name=reme", "-c", "user.email=reme@localhost", "-c", "commit.gpgsign=false"]
@@ -187,7 +184,7 @@ class History:
         ``tool_results/`` and hidden names."""
         paths = WorkspacePaths(self.root)
         served = []
-        for rel in paths.iter_files(suffixes=SERVED_SUFFIXES):
+        for rel in paths.iter_files(suffixes=TEXT_SUFFIXES):
             if rel.startswith("tool_results/") or paths.refusal(rel) is not None:
                 continue
             try:
@@ -388,7 +385,7 @@ def may_hold(path: str) -> bool:
         return False
     if any(part.startswith(".") for part in parts):
         return False
-    return path.lower().endswith(SERVED_SUFFIXES)
+    return path.lower().endswith(TEXT_SUFFIXES)
 
 
 def refusal(plan: RevertPlan, *, force: bool, confirm: bool) -> RevertRefusedError | None:

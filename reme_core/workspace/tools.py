@@ -45,6 +45,8 @@ from reme_core.workspace.results import (
 from reme_core.workspace.wikilinks import LinkResolver, rewrite_links
 
 TEXT_SUFFIXES: tuple[str, ...] = (".md", ".txt", ".jsonl")
+MAX_FILE_BYTES = 5_242_880
+"""The file tools' default size limit (``FileTools.max_file_bytes``)."""
 BINARY_SNIFF_BYTES = 8192
 LS_MAX_ENTRIES = 2000
 
@@ -110,7 +112,7 @@ class FileTools:
         inbound_lookup: InboundLookup | None = None,
         allowed_paths: Sequence[str] | None = None,
         max_read_bytes: int = 51200,
-        max_file_bytes: int = 5_242_880,
+        max_file_bytes: int = MAX_FILE_BYTES,
         actor: str = "api",
     ):
         self.paths = WorkspacePaths(root)

@@ -7,7 +7,9 @@ import re
 import threading
 import tomllib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -452,11 +454,9 @@ def test_the_token_file_is_never_served(api: Served) -> None:
         assert "sha256" not in response.text
 
 
-def test_serve_prints_a_login_url_that_works(tmp_path: Path) -> None:
-    workspace = copy_example(tmp_path / "ws")
-    settings = load_settings(
-        overrides=[f"workspace={workspace}", "server.port=0"], env=KEYWORD_ONLY_ENV
-    )
+@contextmanager
+def _started(settings: Any) -> Iterator[tuple[Server, list[str]]]:
+    """A keyword-only server on a free port in a thread, with the lines its start printed."""
     messages: list[str] = []
     server = Server(
         settings,
@@ -470,15 +470,24 @@ def test_serve_prints_a_login_url_that_works(tmp_path: Path) -> None:
     thread.start()
     try:
         assert server.ready.wait(30), messages
+        yield server, messages
+    finally:
+        server.stop()
+        thread.join(30)
+
+
+def test_serve_prints_a_login_url_that_works(tmp_path: Path) -> None:
+    workspace = copy_example(tmp_path / "ws")
+    settings = load_settings(
+        overrides=[f"workspace={workspace}", "server.port=0"], env=KEYWORD_ONLY_ENV
+    )
+    with _started(settings) as (server, messages):
         secret = (workspace / STATE_DIR / TOKEN_FILE).read_text(encoding="utf-8").strip()
         assert f"studio: {server.url}/?token={secret}" in messages
         with httpx.Client(base_url=str(server.url), timeout=30) as http:
             login = http.get(f"/?token={secret}", follow_redirects=False)
             assert login.status_code == 303 and login.headers["location"] == "/"
             assert http.get("/").status_code == 200  # the cookie alone
-    finally:
-        server.stop()
-        thread.join(30)
 
 
 def test_a_later_start_does_not_print_the_admin_token(tmp_path: Path) -> None:
@@ -488,22 +497,8 @@ def test_a_later_start_does_not_print_the_admin_token(tmp_path: Path) -> None:
         overrides=[f"workspace={workspace}", "server.port=0"], env=KEYWORD_ONLY_ENV
     )
     for start in ("first", "second"):
-        messages: list[str] = []
-        server = Server(
-            settings,
-            plugins=plugins(),
-            echo=messages.append,
-            log_level="warning",
-            with_mcp=False,
-            with_scheduler=False,
-        )
-        thread = threading.Thread(target=server.run)
-        thread.start()
-        try:
-            assert server.ready.wait(30), messages
-        finally:
-            server.stop()
-            thread.join(30)
+        with _started(settings) as (_, messages):
+            pass
         secret = (workspace / STATE_DIR / TOKEN_FILE).read_text(encoding="utf-8").strip()
         banner = "\n".join(messages)
         assert "--workspace-name NAME" in banner or start == "second"
