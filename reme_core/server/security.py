@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -63,6 +63,36 @@ def host_header_name(value: str) -> str | None:
     if _HOST_HEADER.fullmatch(value) is None:
         return None
     return _hostname(value)
+
+
+URL_LOGIN_SITES = frozenset({"none", "same-origin"})
+"""``Sec-Fetch-Site`` values a ``?token=`` login is accepted from: the visitor opened the URL
+(typed, pasted, a bookmark, a terminal's link) or this server's own page led there."""
+
+
+def url_login_refusal(headers: Mapping[str, str]) -> str | None:
+    """Why a token in this request's URL may not log in, or None when it may.
+
+    Only a top-level navigation that is not cross-site may: never an image, script, frame or
+    fetch (a note's ``![x](/?token=...)`` would otherwise log its reader in as that token),
+    and never a navigation started by another site (login CSRF). Browsers since 2021-23 send
+    fetch metadata; a client that sends none (curl, an older browser) is judged by ``Accept``
+    alone, and a live session is never replaced without a confirmation whatever it sends.
+    """
+    site = headers.get("sec-fetch-site")
+    mode = headers.get("sec-fetch-mode")
+    dest = headers.get("sec-fetch-dest")
+    if site is not None and site.lower() not in URL_LOGIN_SITES:
+        return "a login link opened from another site is not accepted"
+    if (mode is not None and mode.lower() != "navigate") or (
+        dest is not None and dest.lower() != "document"
+    ):
+        return "a token in the address of an image, script, frame or fetch is not accepted"
+    if site is None and mode is None and dest is None:
+        accept = headers.get("accept", "").lower()
+        if "text/html" not in accept and any(kind in accept for kind in ("image/", "text/css")):
+            return "a token in the address of an image or stylesheet is not accepted"
+    return None
 
 
 class SecurityMiddleware:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.responses import RedirectResponse, Response
 
+from reme_core.studio.login import form_login
 from reme_core.studio.render import text_diff
 from reme_core.studio.review import decide
 from reme_core.studio.web import OpFailed, Page, Studio, open_page, secure
@@ -23,9 +24,7 @@ def router(studio: Studio) -> APIRouter:
 
     @actions.post("/studio/login")
     async def login(request: Request) -> Response:
-        form = await request.form()
-        token = form.get("token")
-        return studio.start_session(request, token if isinstance(token, str) else "", "/")
+        return form_login(studio, request, await request.form())
 
     @actions.post("/studio/logout")
     async def logout(request: Request) -> Response:

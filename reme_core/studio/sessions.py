@@ -28,6 +28,8 @@ CSRF_FIELD = "csrf"
 SESSION_SECONDS = 7 * 24 * 3600
 MAX_SESSIONS = 1000
 """Oldest sessions are dropped beyond this (each login makes one)."""
+SWITCH_SECONDS = 600
+"""How long a "switch to the token in this link?" question stays answerable."""
 
 
 @dataclass
@@ -36,6 +38,19 @@ class Session:
     secret: str | None
     """The bearer token the session was opened with; None when auth is off."""
     csrf: str
+    expires: float
+
+
+@dataclass(frozen=True)
+class Switch:
+    """A login link opened while a session was live: held here until the visitor confirms, so
+    the token never appears in the confirmation page and only that session can answer it."""
+
+    id: str
+    session_id: str
+    secret: str
+    to: str
+    """Where to go after switching (a local path, taken from the link, never from the form)."""
     expires: float
 
 
@@ -65,6 +80,7 @@ class Sessions:
     def __init__(self, store: TokenStore | None):
         self.store = store
         self._sessions: OrderedDict[str, Session] = OrderedDict()
+        self._switches: OrderedDict[str, Switch] = OrderedDict()
         self._lock = threading.Lock()
 
     @staticmethod
@@ -101,6 +117,31 @@ class Sessions:
         with self._lock:
             self._sessions.pop(session.id, None)
 
+    def offer_switch(self, session: Session, secret: str, to: str) -> Switch:
+        """Hold ``secret`` until ``session`` confirms replacing itself with it."""
+        switch = Switch(
+            id=secrets.token_urlsafe(32),
+            session_id=session.id,
+            secret=secret,
+            to=to,
+            expires=time.time() + SWITCH_SECONDS,
+        )
+        with self._lock:
+            self._switches[switch.id] = switch
+            while len(self._switches) > MAX_SESSIONS:
+                self._switches.popitem(last=False)
+        return switch
+
+    def take_switch(self, session: Session, switch_id: str) -> Switch | None:
+        """The switch ``session`` was offered as ``switch_id`` (used up), or None when there is
+        none, it expired, or another session was offered it."""
+        with self._lock:
+            switch = self._switches.get(switch_id)
+            if switch is None or not hmac.compare_digest(switch.session_id, session.id):
+                return None
+            del self._switches[switch_id]
+        return switch if switch.expires >= time.time() else None
+
     def visitor(self, request: Request) -> Visitor | None:
         """The visitor a request proves to be: a bearer token first, else the session cookie;
         None when neither holds (or the token behind the session was revoked)."""
@@ -134,12 +175,24 @@ class Sessions:
             return session
 
 
+def same_secret(session: Session, secret: str) -> bool:
+    """Whether ``session`` was opened with ``secret`` (a login link for the session one has)."""
+    return session.secret is not None and hmac.compare_digest(
+        session.secret.encode(), secret.encode()
+    )
+
+
 def csrf_ok(visitor: Visitor, sent: str | None) -> bool:
     """A cookie-authenticated change must carry the session's CSRF token; a bearer token cannot
     be sent by another site, so it needs none."""
     if visitor.session is None:
         return True
-    return bool(sent) and hmac.compare_digest(sent.encode(), visitor.session.csrf.encode())
+    return session_csrf_ok(visitor.session, sent)
+
+
+def session_csrf_ok(session: Session, sent: str | None) -> bool:
+    """Whether ``sent`` is ``session``'s CSRF token."""
+    return bool(sent) and hmac.compare_digest(sent.encode(), session.csrf.encode())
 
 
 def _bearer(request: Request) -> str | None:

@@ -211,13 +211,15 @@ class Page:
 async def open_page(studio: Studio, request: Request, *, change: bool = False) -> Page:
     """The page context for ``request``, or a ``Respond`` with a login page or redirect.
 
-    ``?token=`` on any studio URL logs in and redirects to the same URL without it. A change
-    (``change=True``, every POST) made with the session cookie needs the session's CSRF token,
-    in the form field ``csrf`` or the ``X-CSRF-Token`` header.
+    ``?token=`` on a studio URL logs in (a top-level navigation only, and asking before it
+    replaces a live session: ``login.url_login``) and redirects to the same URL without it. A
+    change (``change=True``, every POST) made with the session cookie needs the session's CSRF
+    token, in the form field ``csrf`` or the ``X-CSRF-Token`` header.
     """
-    token = request.query_params.get("token")
-    if token is not None and request.method == "GET":
-        raise Respond(studio.start_session(request, token, _without_token(request)))
+    if "token" in request.query_params and request.method == "GET":
+        from reme_core.studio.login import url_login  # it builds on this module
+
+        raise Respond(url_login(studio, request))
     visitor = studio.sessions.visitor(request)
     if visitor is None:
         if not studio.auth and request.method == "GET":  # auth off: the owner, no login
