@@ -415,6 +415,7 @@ class Reme:
     def _on_change(self, changed: list[str], removed: list[str]) -> None:
         # Read-your-writes: the write call returns only after its file is searchable.
         self.indexer.update(changed, removed)
+        self.history.after_change(changed, removed)  # so a deleted note's text is kept
 
     def _inbound_sources(self, path: str) -> list[str]:
         with self.indexer.lock.read():

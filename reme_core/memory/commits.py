@@ -47,7 +47,8 @@ class Change:
 def changing(reme: Reme, scope: MemoryScope) -> Iterator[Change]:
     """Hold the scope's lock (across threads and processes: a server and a CLI) while a call
     reads, decides and writes, so two calls on one scope do not both add the same memory."""
-    with named_lock(reme.state_dir, f"memory:{scope.memory_type}:{scope.value}"):
+    lock = named_lock(reme.state_dir, f"memory:{scope.memory_type}:{scope.value}")
+    with lock, reme.history.batch():  # the change's own commit holds its writes
         change = Change(reme, scope)
         try:
             reme.history.snapshot()  # reme's writes and hand edits, as separate entries

@@ -51,6 +51,11 @@ class PipelineError(RemeError):
 
 def run_pipeline(reme: Reme, name: str, params: dict[str, Any]) -> PipelineResult:
     """Run pipeline ``name`` with ``params`` as the initial state."""
+    with reme.history.batch():  # the run's own commit holds its steps' writes
+        return _run_pipeline(reme, name, params)
+
+
+def _run_pipeline(reme: Reme, name: str, params: dict[str, Any]) -> PipelineResult:
     pipelines = reme.settings.pipelines
     if name not in pipelines:
         available = ", ".join(sorted(pipelines)) or "none"

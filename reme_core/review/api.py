@@ -270,7 +270,8 @@ class ReviewApi:
                 reviewer = self._reviewer(proposal)
             except ReviewError as exc:
                 return _outcome(proposal, reason=str(exc)), False
-            with self._reviewer_lock(reviewer, proposal):
+            # The approval's own commit holds its write (history.batch).
+            with self._reviewer_lock(reviewer, proposal), self.reme.history.batch():
                 outcome = self._apply(proposal, reviewer, who)
             return outcome, outcome.status == "approved"
 

@@ -12,13 +12,25 @@ and everything else (edits made in an editor, by git, by a script) a ``snapshot`
 ``revert`` refuses unless forced: undoing it would undo the user's own work.
 
 A revert that would delete files needs ``confirm=True``; ``preview`` says what a revert would do.
+
+Between runs, every change reme's file tools make (write, edit, move, delete, frontmatter) is
+committed as it happens (``after_change``, from the one hook every file tool calls), so a deleted
+note's text is in the history; inside a run (``batch``) the run's own commit holds them. The
+first commit of a workspace is its ``baseline``. What the history holds is confined and
+redacted (``reme_core.workspace.history_staging``); a history written before that is rewritten
+once when opened (``reme_core.workspace.history_migration``).
 """
 
 from __future__ import annotations
 
+import contextvars
+import logging
 import os
 import shutil
 import subprocess
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
@@ -26,13 +38,14 @@ from pydantic import BaseModel
 
 from reme_core.errors import RemeError
 from reme_core.workspace.hashing import content_hash
+from reme_core.workspace.history_migration import CONFINED_KEY, confine, git_runner
+from reme_core.workspace.history_staging import history_text, may_hold, served_file
 from reme_core.workspace.journal import Journal
-from reme_core.workspace.paths import WorkspacePaths, is_internal
-from reme_core.workspace.tools import MAX_FILE_BYTES, TEXT_SUFFIXES
+from reme_core.workspace.paths import WorkspacePaths
+from reme_core.workspace.tools import TEXT_SUFFIXES
 
-# What the history may hold is what the note tools would serve, so a read token never sees
-# through `history_show` a file that `read` refuses (a hard link to .reme/token, a .env, a binary).
-_BINARY_PROBE_BYTES = 8192
+# may_hold lives with the staging rules; callers import it from here.
+__all__ = ["History", "HistoryEntry", "HistoryError", "RevertPlan", "may_hold", "refusal"]
 
 AUTHOR = ["-c", "user.name=reme", "-c", "user.email=reme@localhost", "-c", "commit.gpgsign=false"]
 # tool_results/ holds spilled tool outputs (reme_core.light): bulky, expiring, not memory.
@@ -42,8 +55,20 @@ SNAPSHOT = "reme: snapshot of changes made outside reme"
 """The message of a snapshot: changes not made through reme's file tools."""
 API_WRITES = "reme: writes through the API"
 """The message of the changes reme's file tools made between runs (the journal says so)."""
+BASELINE = "reme: baseline, the workspace when its history began"
+"""The message of a workspace's first commit."""
+_WRITE_VERBS = ("reme: write ", "reme: delete ", "reme: move ")
+"""How the commit of one file-tool change starts (``reme: delete digest/wiki/x.md``)."""
 
-EntryKind = Literal["run", "memory", "writes", "snapshot", "revert", "other"]
+# Set while a run, a memory change or an approval writes: its own commit holds its changes.
+_batching: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "reme_history_batch", default=False
+)
+_locks: dict[Path, threading.RLock] = {}
+_locks_guard = threading.Lock()
+_log = logging.getLogger(__name__)
+
+EntryKind = Literal["run", "memory", "writes", "snapshot", "baseline", "revert", "other"]
 _DIFF_TREE = ["-r", "--root", "--no-commit-id", "--no-renames", "--name-status", "-z"]
 _PATHS_PER_CALL = 200  # pathspecs per git command line, well under any ARG_MAX
 
@@ -59,8 +84,10 @@ def kind_of(message: str) -> EntryKind:
         return "run"
     if message.startswith("reme memory "):
         return "memory"
-    if message == API_WRITES:
+    if message == API_WRITES or message.startswith(_WRITE_VERBS):
         return "writes"
+    if message == BASELINE:
+        return "baseline"
     if message.startswith("reme: snapshot"):  # also the older "reme: snapshot before revert"
         return "snapshot"
     if message.startswith('Revert "'):
@@ -76,7 +103,8 @@ class HistoryEntry(BaseModel):
     kind: EntryKind = "other"
     """``run`` (a pipeline run), ``memory`` (a memory API change), ``writes`` (notes written
     through reme's file tools between runs), ``snapshot`` (changes made outside reme: reverting
-    one needs ``force``), ``revert`` (an undone entry)."""
+    one needs ``force``), ``baseline`` (the workspace when its history began: reverting it needs
+    ``force`` too), ``revert`` (an undone entry)."""
     verbs: list[str] = []
     """What the run did, one line each (``CREATE digest/wiki/x.md``), from the commit body."""
     files: list[str]
@@ -94,6 +122,10 @@ class RevertPlan(BaseModel):
     """Files the entry changed: the revert puts their earlier content back."""
     restored: list[str] = []
     """Files the entry deleted: the revert brings them back."""
+
+    refused: list[str] = []
+    """Files the entry touched that the history may not hold (only in a history whose rewrite
+    was cut short): a revert of it is refused."""
 
     @property
     def files(self) -> list[str]:
@@ -139,23 +171,32 @@ class History:
         self.root = root
         self.git_dir = root / ".reme" / "history.git"
         self.journal = journal if journal is not None else Journal(root / ".reme")
+        self._confined = False  # whether this history is known to be confined (migrated)
+        with _locks_guard:  # one lock per history in the process: git's index is not shared
+            self._lock = _locks.setdefault(self.git_dir.resolve(), threading.RLock())
 
-    def _git(
-        self, *args: str, check: bool = True, stdin: str | None = None
-    ) -> subprocess.CompletedProcess[str]:
+    def _base(self) -> list[str]:
         if shutil.which("git") is None:
             raise HistoryError("version history needs the git command; install git")
-        command = [
+        return [
             "git",
             *AUTHOR,
             "--literal-pathspecs",  # a note named "*.md" or ":x" is that file, not a pattern
             f"--git-dir={self.git_dir}",
             f"--work-tree={self.root}",
-            *args,
         ]
+
+    def _git(
+        self, *args: str, check: bool = True, stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
         # cwd = the work tree, so pathspecs such as "." mean the workspace.
         done = subprocess.run(
-            command, cwd=self.root, capture_output=True, text=True, check=False, input=stdin
+            [*self._base(), *args],
+            cwd=self.root,
+            capture_output=True,
+            text=True,
+            check=False,
+            input=stdin,
         )
         if check and done.returncode != 0:
             raise HistoryError(
@@ -164,47 +205,127 @@ class History:
         return done
 
     def ensure(self) -> None:
-        """Create the history repository on first use (with ``.reme/`` and ``.git/`` excluded)."""
+        """Create the history repository on first use (with ``.reme/`` and ``.git/`` excluded),
+        or confine one written before the confinement (once)."""
         if (self.git_dir / "HEAD").exists():
+            self._confine_once()
             return
         self.git_dir.parent.mkdir(parents=True, exist_ok=True)
         self._git("init", "--quiet")
         (self.git_dir / "info").mkdir(exist_ok=True)
         (self.git_dir / "info" / "exclude").write_text(EXCLUDES, encoding="utf-8")
+        self._git("config", CONFINED_KEY, "true")
+        self._confined = True
+
+    def _confine_once(self) -> None:
+        """Rewrite a history made before it was confined, the first time it is opened."""
+        if self._confined:
+            return
+        with self._lock:
+            if self._git("config", "--get", CONFINED_KEY, check=False).stdout.strip() != "true":
+                confine(git_runner(self._base()))
+                self._git("config", CONFINED_KEY, "true")
+            self._confined = True
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """While inside, file-tool changes are not committed one by one: the enclosing run,
+        memory change or approval commits them as its own entry (``record``)."""
+        token = _batching.set(True)
+        try:
+            yield
+        finally:
+            _batching.reset(token)
 
     def record(self, message: str) -> str | None:
         """Commit every change to a served file; return the short id, or None if nothing changed."""
-        self.ensure()
+        with self._lock:
+            self.ensure()
+            self._stage_served()
+            return self._commit(message)
+
+    def after_change(self, changed: list[str], removed: list[str]) -> str | None:
+        """Commit one file-tool change (its written and removed paths) as its own ``writes``
+        entry, unless a run is batching it; a new workspace's first commit is its baseline.
+        Returns the short id, or None when nothing was committed."""
+        if _batching.get():
+            return None
+        try:
+            with self._lock:
+                self.ensure()
+                if not self._has_head():
+                    self._baseline_without([*changed, *removed])
+                self._stage_paths([*changed, *removed])
+                return self._commit(_change_message(changed, removed))
+        except HistoryError as exc:
+            # The change is on disk and indexed: it must not be reported as failed because git
+            # is missing; the next snapshot commits it.
+            _log.warning("history: could not commit %s: %s", [*changed, *removed], exc)
+            return None
+
+    def _baseline_without(self, paths: list[str]) -> None:
+        """Commit the workspace as it was before this first change: every served file but
+        ``paths`` (their earlier content is gone already), as the ``baseline`` entry."""
         self._stage_served()
-        return self._commit(message)
+        self._git(
+            "rm",
+            "--cached",
+            "--quiet",
+            "--ignore-unmatch",
+            "--pathspec-from-file=-",
+            "--pathspec-file-nul",
+            stdin="\0".join(paths),
+        )
+        self._commit(BASELINE)
 
     def served_files(self) -> list[str]:
         """The workspace files the history may hold: those the note tools would read (a text
         suffix, confined, one hard link, not binary, within the size limit), outside
         ``tool_results/`` and hidden names."""
         paths = WorkspacePaths(self.root)
-        served = []
-        for rel in paths.iter_files(suffixes=TEXT_SUFFIXES):
-            if rel.startswith("tool_results/") or paths.refusal(rel) is not None:
-                continue
-            try:
-                with open(self.root / rel, "rb") as handle:
-                    if os.fstat(handle.fileno()).st_size > MAX_FILE_BYTES:
-                        continue
-                    if b"\0" in handle.read(_BINARY_PROBE_BYTES):
-                        continue
-            except OSError:
-                continue
-            served.append(rel)
-        return served
+        return [rel for rel in paths.iter_files(suffixes=TEXT_SUFFIXES) if served_file(paths, rel)]
+
+    def _tracked(self) -> set[str]:
+        return {p for p in self._git("ls-files", "-z").stdout.split("\0") if p}
 
     def _stage_served(self) -> None:
-        """Stage exactly the served files: new and changed ones added, and every tracked path
-        that is gone or no longer served (a file turned into a hard link, say) dropped."""
-        served = self.served_files()
-        tracked = [p for p in self._git("ls-files", "-z").stdout.split("\0") if p]
-        dropped = sorted(set(tracked) - set(served))
-        if dropped:
+        """Stage exactly the served files: new and changed ones added (redacted), and every
+        tracked path that is gone or no longer served (a file turned into a hard link) dropped."""
+        served = set(self.served_files())
+        tracked = self._tracked()
+        # Refresh the stat cache, so only files whose content differs are read and staged.
+        self._git("update-index", "-q", "--refresh", check=False)
+        modified = self._git("diff-files", "--name-only", "--no-renames", "-z").stdout
+        candidates = (served - tracked) | ({p for p in modified.split("\0") if p} & served)
+        self._stage(sorted(candidates), drop=sorted(tracked - served))
+
+    def _stage_paths(self, paths: list[str]) -> None:
+        """Stage only ``paths``: each as its file is now (redacted), or dropped when it is gone
+        or not one the history may hold."""
+        workspace = WorkspacePaths(self.root)
+        tracked = self._tracked()
+        served = sorted({p for p in paths if served_file(workspace, p)})
+        self._stage(served, drop=sorted({p for p in paths if p in tracked} - set(served)))
+
+    def _stage(self, candidates: list[str], drop: list[str]) -> None:
+        """Stage ``candidates`` (plain files with ``git add``, ones holding a secret as a
+        redacted blob, ones not servable after all dropped) and drop ``drop``."""
+        plain: list[str] = []
+        redacted: list[str] = []
+        gone = list(drop)
+        for rel in candidates:
+            held = history_text(self.root, rel)
+            if held is None:
+                gone.append(rel)
+                continue
+            text, changed = held
+            # A link is staged as the text it serves, like a redacted file, never as a link.
+            if not changed and not os.path.islink(self.root / rel):
+                plain.append(rel)
+                continue
+            blob = self._git("hash-object", "-w", "--stdin", "--no-filters", stdin=text)
+            redacted.append(f"100644 {blob.stdout.strip()}\t{rel}")
+        if gone:
             self._git(
                 "rm",
                 "--cached",
@@ -212,36 +333,50 @@ class History:
                 "--ignore-unmatch",
                 "--pathspec-from-file=-",
                 "--pathspec-file-nul",
-                stdin="\0".join(dropped),
+                stdin="\0".join(gone),
             )
-        if served:
+        if plain:
             self._git(
-                "add", "--pathspec-from-file=-", "--pathspec-file-nul", stdin="\0".join(served)
+                "add", "--pathspec-from-file=-", "--pathspec-file-nul", stdin="\0".join(plain)
             )
+        if redacted:
+            self._git(
+                "update-index", "--add", "-z", "--index-info", stdin="\0".join(redacted) + "\0"
+            )
+
+    def _has_head(self) -> bool:
+        if not (self.git_dir / "HEAD").exists():
+            return False
+        return self._git("rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode == 0
 
     def snapshot(self) -> list[str]:
         """Commit what changed since the last commit, before a run or a revert: reme's own
         writes (as the journal recorded them) as one ``writes`` entry, the rest as a
-        ``snapshot`` entry. Returns the short ids made (none when nothing changed)."""
-        self.ensure()
-        self._stage_served()
-        staged = self._git("diff", "--cached", "--name-only", "--no-renames", "-z").stdout
-        changed = [path for path in staged.split("\0") if path]
-        if not changed:
-            return []
-        written = self._written_by_reme(changed)
-        outside = [path for path in changed if path not in written]
-        made = []
-        if written:
-            if outside:  # commit reme's writes alone first; the rest stays in the work tree
-                for i in range(0, len(outside), _PATHS_PER_CALL):
-                    self._git("reset", "--quiet", "--", *outside[i : i + _PATHS_PER_CALL])
-            made.append(self._commit(API_WRITES))
-            if outside:
-                made.append(self.record(SNAPSHOT))
-        else:
-            made.append(self._commit(SNAPSHOT))
-        return [run for run in made if run is not None]
+        ``snapshot`` entry (the first commit of a workspace is its ``baseline``). Returns the
+        short ids made (none when nothing changed)."""
+        with self._lock:
+            if not self._has_head():
+                made = self.record(BASELINE)
+                return [made] if made is not None else []
+            self.ensure()
+            self._stage_served()
+            staged = self._git("diff", "--cached", "--name-only", "--no-renames", "-z").stdout
+            changed = [path for path in staged.split("\0") if path]
+            if not changed:
+                return []
+            written = self._written_by_reme(changed)
+            outside = [path for path in changed if path not in written]
+            made = []
+            if written:
+                if outside:  # commit reme's writes alone first; the rest stays in the work tree
+                    for i in range(0, len(outside), _PATHS_PER_CALL):
+                        self._git("reset", "--quiet", "--", *outside[i : i + _PATHS_PER_CALL])
+                made.append(self._commit(API_WRITES))
+                if outside:
+                    made.append(self.record(SNAPSHOT))
+            else:
+                made.append(self._commit(SNAPSHOT))
+            return [run for run in made if run is not None]
 
     def _written_by_reme(self, paths: list[str]) -> set[str]:
         """Those of ``paths`` whose state is what reme's file tools last left: the content the
@@ -281,8 +416,9 @@ class History:
         file, each listing only it."""
         if not (self.git_dir / "HEAD").exists():
             return []
-        if self._git("rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode != 0:
+        if not self._has_head():
             return []
+        self._confine_once()
         out = self._git(
             "log",
             f"-{limit}",
@@ -311,6 +447,7 @@ class History:
         """The full commit id of history entry ``run``, or a HistoryError."""
         if not (self.git_dir / "HEAD").exists():
             raise HistoryError(f"no run {run!r} in the history (see `reme history`)")
+        self._confine_once()
         found = self._git("rev-parse", "--verify", "--quiet", f"{run}^{{commit}}", check=False)
         if found.returncode != 0:
             raise HistoryError(f"no run {run!r} in the history (see `reme history`)")
@@ -320,8 +457,7 @@ class History:
         """The unified diff of what entry ``run`` changed, and whether it was cut at
         ``max_chars``."""
         commit = self._commit_of(run)
-        # A history written before it was confined may hold files the note tools refuse: show
-        # only the files whose names the history may hold now.
+        # Confined when opened; the names are checked again in case a rewrite was cut short.
         changes = self._git("diff-tree", *_DIFF_TREE, commit).stdout.split("\0")
         shown = [path for path in changes[1::2] if path and may_hold(path)]
         if not shown:
@@ -347,7 +483,9 @@ class History:
         changes = self._git("diff-tree", *_DIFF_TREE, commit).stdout.split("\0")
         plan = RevertPlan(run=run, kind=kind_of(message), message=message)
         for status, path in zip(changes[0::2], changes[1::2], strict=False):
-            if status == "A":
+            if not may_hold(path):
+                plan.refused.append(path)
+            elif status == "A":
                 plan.deleted.append(path)
             elif status == "D":
                 plan.restored.append(path)
@@ -366,30 +504,48 @@ class History:
         refused = refusal(plan, force=force, confirm=confirm)
         if refused is not None:
             raise refused
-        self.snapshot()  # keep other changes out of the revert
-        done = self._git("revert", "--no-edit", run, check=False)
-        if done.returncode != 0:
-            self._git("revert", "--abort", check=False)
-            raise HistoryError(
-                f"run {run} cannot be reverted cleanly (later changes touch the same lines); "
-                "nothing was changed"
-            )
+        self._check_writable(plan)
+        with self._lock:
+            self.snapshot()  # keep other changes out of the revert
+            done = self._git("revert", "--no-edit", run, check=False)
+            if done.returncode != 0:
+                self._git("revert", "--abort", check=False)
+                raise HistoryError(
+                    f"run {run} cannot be reverted cleanly (later changes touch the same lines, "
+                    "or a file holds text the history keeps redacted); nothing was changed"
+                )
         return plan.files
 
-
-def may_hold(path: str) -> bool:
-    """Whether a path's name is one the history may hold and show: a served text suffix,
-    no hidden part, outside ``.reme/``, ``.git/`` and ``tool_results/``."""
-    parts = path.split("/")
-    if is_internal(path) or parts[0] == "tool_results":
-        return False
-    if any(part.startswith(".") for part in parts):
-        return False
-    return path.lower().endswith(TEXT_SUFFIXES)
+    def _check_writable(self, plan: RevertPlan) -> None:
+        """Refuse, before anything changes, a revert that would write a path the history may
+        not hold, or write through a link (the file tools' own checks for a write)."""
+        if plan.refused:
+            raise HistoryError(
+                f"{plan.run} touches files the history may not hold "
+                f"({', '.join(plan.refused)}); nothing was changed"
+            )
+        paths = WorkspacePaths(self.root)
+        for rel in plan.files:
+            try:
+                _, absolute = paths.resolve(rel, for_write=True)
+            except RemeError as exc:
+                raise HistoryError(f"cannot revert {plan.run}: {exc}; nothing was changed") from exc
+            if os.path.islink(absolute) or (absolute.is_file() and absolute.stat().st_nlink > 1):
+                raise HistoryError(
+                    f"cannot revert {plan.run}: {rel} is a link, which a revert does not write "
+                    "through; nothing was changed"
+                )
 
 
 def refusal(plan: RevertPlan, *, force: bool, confirm: bool) -> RevertRefusedError | None:
     """Why a revert with this plan must not run without more consent; None when it may."""
+    if plan.kind == "baseline" and not force:
+        return SnapshotRevertError(
+            f"{plan.run} is the baseline (the workspace when its history began), not a run: "
+            f"reverting it would undo it{_deleting(plan)}; pass --force (force=True) to revert "
+            "it anyway",
+            plan,
+        )
     if plan.kind == "snapshot" and not force:
         return SnapshotRevertError(
             f"{plan.run} is a snapshot of changes made outside reme, not a run: reverting it "
@@ -410,3 +566,16 @@ def _deleting(plan: RevertPlan) -> str:
     if not plan.deleted:
         return ""
     return f" and delete {len(plan.deleted)} file(s): {', '.join(plan.deleted)}"
+
+
+def _change_message(changed: list[str], removed: list[str]) -> str:
+    """The commit message of one file-tool change: ``reme: delete x``, ``reme: move a -> b``
+    (links rewritten in other notes counted), ``reme: write x``."""
+    others = ""
+    if removed and changed:
+        rest = len(changed) - 1
+        others = f" (and links in {rest} other note(s))" if rest else ""
+        return f"reme: move {removed[0]} -> {changed[0]}{others}"
+    if removed:
+        return f"reme: delete {', '.join(removed)}"
+    return f"reme: write {', '.join(changed)}"

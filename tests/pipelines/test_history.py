@@ -14,7 +14,7 @@ from reme_core.errors import WorkspaceError
 from reme_core.pipelines.engine import PipelineError
 from reme_core.runtime import Reme
 from reme_core.workspace import init_workspace
-from reme_core.workspace.history import History, HistoryError
+from reme_core.workspace.history import BASELINE, History, HistoryError
 from tests.fake_llm import plugins_with
 
 
@@ -91,10 +91,8 @@ def test_structured_params_are_summarised_not_echoed_or_committed(reme: Reme):
 def test_a_run_that_changes_nothing_records_nothing(reme: Reme):
     result = reme.run("search", {"query": "keep"})
     assert result.history is None
-    # Only the snapshot of files written by hand before the run, no entry for the run itself.
-    assert [e.message for e in reme.history.entries()] == [
-        "reme: snapshot of changes made outside reme"
-    ]
+    # Only the baseline (the files there before the run), no entry for the run itself.
+    assert [e.message for e in reme.history.entries()] == [BASELINE]
 
 
 def test_users_own_git_repository_is_untouched(reme: Reme):

@@ -33,8 +33,9 @@ def reme(tmp_path: Path) -> Iterator[Reme]:
     opened = Reme.open(tmp_path / "ws", env=KEYWORD_ONLY_ENV)
     opened.index()
     opened.history.record("reme: snapshot of changes made outside reme")
-    opened.files.write(MADE, "# Made by a run\n\nSee [[larkspur-architecture]].\n")
-    opened.history.record(f"reme run demo\n\nCREATE {MADE}")
+    with opened.history.batch():  # as a run writes: its own commit holds the write
+        opened.files.write(MADE, "# Made by a run\n\nSee [[larkspur-architecture]].\n")
+        opened.history.record(f"reme run demo\n\nCREATE {MADE}")
     yield opened
     opened.close()
 

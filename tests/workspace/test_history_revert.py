@@ -80,6 +80,12 @@ def entry(root: Path, kind: str) -> dict[str, Any]:
     return found
 
 
+def written(root: Path, path: str) -> dict[str, Any]:
+    """The history entry of the file-tool write that created or changed ``path``."""
+    (found,) = [e for e in ok_json(root, "history") if e["message"] == f"reme: write {path}"]
+    return found
+
+
 # -- what the history calls reme's own writes ------------------------------------------------------
 
 
@@ -90,19 +96,31 @@ def test_tour_writes_are_not_labelled_changes_made_outside_reme(workspace: Path)
     # Never a note written by `reme write`; the .gitignore `reme init` writes is not a note the
     # file tools serve, so the history does not hold it either.
     assert outside == []
-    writes = entry(workspace, "writes")
-    assert writes["message"] == API_WRITES and writes["files"] == [PLAN]
+    # Each write, edit, move and delete is its own entry as it happens, named after it.
+    writes = written(workspace, PLAN)
+    assert writes["kind"] == "writes" and writes["files"] == [PLAN]
+    messages = [e["message"] for e in entries]
+    assert messages[0] == "reme: delete digest/wiki/standup.md"
+    assert messages[1] == "reme: move daily/2026-11-29/standup.md -> digest/wiki/standup.md"
+    assert {e["kind"] for e in entries} == {"writes"}
     assert "writes" in ok(workspace, "history").stdout  # the text output shows the kind too
 
 
 def test_a_snapshot_splits_reme_writes_from_hand_edits(workspace: Path) -> None:
     with Reme.open(workspace) as reme:
+        reme.files.write(PLAN, "# Plan\n")  # the history's first entry
+        split_in_a_batch(reme, workspace)
+
+
+def split_in_a_batch(reme: Reme, workspace: Path) -> None:
+    # Inside a batch (a run, say) the file tools' writes wait for the next commit.
+    with reme.history.batch():
         reme.files.write("digest/wiki/api.md", "# Api\n")
         reme.files.write("digest/wiki/later-by-hand.md", "# Before\n")
         (workspace / "digest/wiki/later-by-hand.md").write_text("# Changed in an editor\n")
         (workspace / "digest/wiki/hand.md").write_text("# Hand\n")
         assert len(reme.history.snapshot()) == 2
-        by_kind = {e.kind: e for e in reme.history.entries()}
+        by_kind = {e.kind: e for e in reme.history.entries(2)}
         assert by_kind["writes"].files == ["digest/wiki/api.md"]
         assert sorted(by_kind["snapshot"].files) == [
             "digest/wiki/hand.md",
@@ -128,6 +146,7 @@ def test_a_snapshot_splits_reme_writes_from_hand_edits(workspace: Path) -> None:
 
 
 def test_reverting_a_snapshot_is_refused_without_force(workspace: Path) -> None:
+    ok(workspace, "write", PLAN, input="# Release plan\n")  # the history's first entry
     (workspace / "digest/wiki/hand.md").write_text("# Written in an editor\n")
     ok(workspace, "run", "search", "--param", "query=editor")
     snapshot = entry(workspace, "snapshot")
@@ -191,9 +210,10 @@ def test_api_revert_that_deletes_files_needs_confirm(reme: Reme) -> None:
 def test_preview_lists_deleted_modified_and_restored_files(reme: Reme) -> None:
     reme.files.write("digest/wiki/a.md", "# A\n")
     reme.files.write("digest/wiki/b.md", "# B\n")
+    with reme.history.batch():  # both in one entry
+        reme.files.write("digest/wiki/a.md", "# A, rewritten\n")
+        reme.files.delete("digest/wiki/b.md")
     reme.history.snapshot()
-    reme.files.write("digest/wiki/a.md", "# A, rewritten\n")
-    reme.files.delete("digest/wiki/b.md")
     result = reme.run("note", {"path": "digest/wiki/c.md", "content": "# C\n"})
     writes = reme.history.entries()[1]
     assert writes.kind == "writes"
@@ -212,7 +232,7 @@ def test_preview_lists_deleted_modified_and_restored_files(reme: Reme) -> None:
 
 def test_cli_revert_asks_before_deleting(workspace: Path) -> None:
     tour(workspace)
-    writes = entry(workspace, "writes")["run"]
+    writes = written(workspace, PLAN)["run"]
     before = files_in(workspace)
 
     declined = run(workspace, "revert", writes, input="n\n")
@@ -228,7 +248,7 @@ def test_cli_revert_asks_before_deleting(workspace: Path) -> None:
 
 def test_cli_revert_yes_skips_the_question(workspace: Path) -> None:
     tour(workspace)
-    writes = entry(workspace, "writes")["run"]
+    writes = written(workspace, PLAN)["run"]
     done = ok_json(workspace, "revert", writes, "--yes")
     assert done["deleted"] == [PLAN] and done["files"] == [PLAN]
     assert not (workspace / PLAN).exists()
@@ -236,7 +256,7 @@ def test_cli_revert_yes_skips_the_question(workspace: Path) -> None:
 
 def test_cli_revert_json_without_yes_fails_listing_the_files(workspace: Path) -> None:
     tour(workspace)
-    writes = entry(workspace, "writes")["run"]
+    writes = written(workspace, PLAN)["run"]
     before = files_in(workspace)
     refused = run(workspace, "revert", writes, "--json")
     assert refused.exit_code != 0
@@ -248,7 +268,7 @@ def test_cli_revert_json_without_yes_fails_listing_the_files(workspace: Path) ->
 
 def test_cli_dry_run_lists_files_and_changes_nothing(workspace: Path) -> None:
     tour(workspace)
-    writes = entry(workspace, "writes")["run"]
+    writes = written(workspace, PLAN)["run"]
     before = files_in(workspace)
     history = ok_json(workspace, "history")
     text = ok(workspace, "revert", writes, "--dry-run")
