@@ -29,6 +29,7 @@ import uvicorn
 from reme_core.errors import RemeError
 from reme_core.plugins import Plugins
 from reme_core.runtime import STATE_DIR
+from reme_core.server import log_mask
 from reme_core.server.app import Hook, Lifespan, create_app
 from reme_core.server.auth import TOKEN_ENV, TOKEN_FILE, TokenStore
 from reme_core.server.discovery import (
@@ -109,6 +110,8 @@ class Server:
                 log_level=self.log_level,
                 timeout_graceful_shutdown=GRACE_SECONDS,
             )
+            # After uvicorn set up its loggers: the access log would print every login URL.
+            log_mask.install()
             self._uvicorn = uvicorn.Server(config)
             if not self._stopping.is_set():
                 self._uvicorn.run(sockets=[sock])
