@@ -223,9 +223,33 @@ class History:
             return
         with self._lock:
             if self._git("config", "--get", CONFINED_KEY, check=False).stdout.strip() != "true":
-                confine(git_runner(self._base()))
+                confine(git_runner(self._base()), self._refused_now, self._state_blobs())
                 self._git("config", CONFINED_KEY, "true")
             self._confined = True
+
+    def _refused_now(self, rel: str) -> bool:
+        """Whether the work tree holds ``rel`` now as a file the tools refuse (a hard link to
+        ``.reme/token``, a link out): every old version of it leaves the history."""
+        if not os.path.lexists(self.root / rel):
+            return False
+        return WorkspacePaths(self.root).refusal(rel) is not None
+
+    def _state_blobs(self) -> frozenset[str]:
+        """The blob ids of the small files in ``.reme/`` (the tokens): a commit holding one,
+        under any name, held it through a link."""
+        state = self.root / ".reme"
+        files = [
+            str(path)
+            for path in state.rglob("*")
+            if self.git_dir not in path.parents
+            and path.is_file()
+            and not path.is_symlink()
+            and path.stat().st_size <= 65536
+        ]
+        if not files:
+            return frozenset()
+        out = self._git("hash-object", "--no-filters", "--stdin-paths", stdin="\n".join(files))
+        return frozenset(out.stdout.split())
 
     @contextmanager
     def batch(self) -> Iterator[None]:
@@ -267,15 +291,7 @@ class History:
         """Commit the workspace as it was before this first change: every served file but
         ``paths`` (their earlier content is gone already), as the ``baseline`` entry."""
         self._stage_served()
-        self._git(
-            "rm",
-            "--cached",
-            "--quiet",
-            "--ignore-unmatch",
-            "--pathspec-from-file=-",
-            "--pathspec-file-nul",
-            stdin="\0".join(paths),
-        )
+        self._unstage(paths)
         self._commit(BASELINE)
 
     def served_files(self) -> list[str]:
@@ -325,16 +341,7 @@ class History:
                 continue
             blob = self._git("hash-object", "-w", "--stdin", "--no-filters", stdin=text)
             redacted.append(f"100644 {blob.stdout.strip()}\t{rel}")
-        if gone:
-            self._git(
-                "rm",
-                "--cached",
-                "--quiet",
-                "--ignore-unmatch",
-                "--pathspec-from-file=-",
-                "--pathspec-file-nul",
-                stdin="\0".join(gone),
-            )
+        self._unstage(gone)
         if plain:
             self._git(
                 "add", "--pathspec-from-file=-", "--pathspec-file-nul", stdin="\0".join(plain)
@@ -343,6 +350,11 @@ class History:
             self._git(
                 "update-index", "--add", "-z", "--index-info", stdin="\0".join(redacted) + "\0"
             )
+
+    def _unstage(self, paths: list[str]) -> None:
+        """Drop ``paths`` from the index (not from the work tree); unknown ones are skipped."""
+        if paths:
+            self._git("update-index", "--force-remove", "-z", "--stdin", stdin="\0".join(paths))
 
     def _has_head(self) -> bool:
         if not (self.git_dir / "HEAD").exists():

@@ -27,9 +27,16 @@ GitBytes = Callable[..., bytes]
 """Runs one git command on the history: ``(*args, stdin=bytes, env=dict) -> stdout``."""
 
 
-def confine(git: GitBytes) -> int:
+def confine(
+    git: GitBytes, refused_path: Callable[[str], bool], refused_blobs: frozenset[str]
+) -> int:
     """Rewrite the history's branch so no commit holds a refused or unredacted file; return
-    how many commits changed (0: the history was already clean, and is left as it was)."""
+    how many commits changed (0: the history was already clean, and is left as it was).
+
+    A blob alone cannot say it came through a hard link to ``.reme/token``, so two more
+    filters: ``refused_path`` (a name the work tree holds now as a link the tools refuse:
+    every version of it goes) and ``refused_blobs`` (the ids of the files in ``.reme/``: a
+    copy of one, under any name, goes)."""
     head = git("symbolic-ref", "-q", "HEAD", check=False).decode().strip()
     if not head or not git("rev-parse", "--verify", "-q", head, check=False).strip():
         return 0
@@ -40,7 +47,7 @@ def confine(git: GitBytes) -> int:
     with tempfile.TemporaryDirectory(prefix="reme-history-") as scratch:
         env = {**os.environ, "GIT_INDEX_FILE": os.path.join(scratch, "index")}
         for commit in commits:
-            tree = _confined_tree(git, commit, blobs, env)
+            tree = _confined_tree(git, commit, blobs, env, refused_path, refused_blobs)
             new = _recommit(git, commit, tree, [mapped[p] for p in _parents(git, commit)])
             mapped[commit] = new
             changed += new != commit
@@ -64,7 +71,14 @@ def _parents(git: GitBytes, commit: str) -> list[str]:
     return git("rev-list", "--parents", "-n", "1", commit).decode().split()[1:]
 
 
-def _confined_tree(git: GitBytes, commit: str, blobs: dict[str, str | None], env: dict) -> str:
+def _confined_tree(
+    git: GitBytes,
+    commit: str,
+    blobs: dict[str, str | None],
+    env: dict,
+    refused_path: Callable[[str], bool],
+    refused_blobs: frozenset[str],
+) -> str:
     """The tree of ``commit`` with only the entries the history may hold, texts redacted."""
     listing = git("ls-tree", "-r", "-z", "--full-tree", commit).split(b"\0")
     entries: list[tuple[str, str, str]] = []  # (mode, old blob, path)
@@ -78,7 +92,9 @@ def _confined_tree(git: GitBytes, commit: str, blobs: dict[str, str | None], env
         except UnicodeDecodeError:
             continue  # not a name the note tools accept
         # Only regular files: a symlink (120000) or a submodule is never served.
-        if kind == "blob" and mode in ("100644", "100755") and may_hold(path):
+        if kind != "blob" or mode not in ("100644", "100755") or sha in refused_blobs:
+            continue
+        if may_hold(path) and not refused_path(path):
             entries.append((mode, sha, path))
     _judge(git, [sha for _, sha, _ in entries if sha not in blobs], blobs)
     lines = [
