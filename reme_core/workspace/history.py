@@ -48,6 +48,8 @@ from reme_core.workspace.tools import TEXT_SUFFIXES
 __all__ = ["History", "HistoryEntry", "HistoryError", "RevertPlan", "may_hold", "refusal"]
 
 AUTHOR = ["-c", "user.name=reme", "-c", "user.email=reme@localhost", "-c", "commit.gpgsign=false"]
+# Names as they are ("daily/café.md"), not C-quoted, in `git log --name-only`.
+AUTHOR += ["-c", "core.quotePath=false"]
 # tool_results/ holds spilled tool outputs (reme_core.light): bulky, expiring, not memory.
 EXCLUDES = ".reme/\n.git/\ntool_results/\n"
 
