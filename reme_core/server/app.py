@@ -26,6 +26,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from reme_core import __version__
 from reme_core.errors import RemeError
+from reme_core.server.api_docs import DOCS_PATH, SCHEMA_PATH, add_api_docs
 from reme_core.server.auth import AuthMiddleware, TokenStore
 from reme_core.server.dispatch import run_operation
 from reme_core.server.http_errors import (
@@ -48,7 +49,7 @@ Lifespan = Callable[[], AbstractAsyncContextManager[Any]]
 """Something to run for as long as the app runs (the MCP session manager)."""
 
 MCP_PATH = "/mcp"
-DOCS_PATHS = ("/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc")
+DOCS_PATHS = (SCHEMA_PATH, DOCS_PATH)
 PUBLIC_PATHS = ("/health", *DOCS_PATHS)
 """Paths served without a token: liveness, and the API's own description."""
 
@@ -78,6 +79,9 @@ def create_app(
         version=__version__,
         summary="Local-first memory for AI agents: Markdown notes, search, pipelines.",
         lifespan=_lifespan(lifespans, on_startup, on_shutdown),
+        # Swagger UI and ReDoc load from a CDN (blank offline): /docs is our own page instead.
+        docs_url=None,
+        redoc_url=None,
     )
     # For the MCP app and hooks, which get the app (or a request) and need the same objects.
     app.state.settings = settings
@@ -87,7 +91,8 @@ def create_app(
     app.include_router(operation_router(registry))
     _add_status_routes(app, registry)
     # The web workspace at / (its pages check the session cookie or a bearer token themselves).
-    mount_studio(app, settings, registry, token_store)
+    studio = mount_studio(app, settings, registry, token_store)
+    add_api_docs(app, studio)
     if mcp_app is not None:
         app.router.routes.append(Route(MCP_PATH, _Asgi(mcp_app), include_in_schema=False))
     _add_error_handlers(app)
