@@ -20,7 +20,7 @@ _PATTERNS = (
     (re.compile(r"(?<![A-Za-z0-9_-])reme_[A-Za-z0-9_-]{20,}"), "reme_" + MASK),
     # ?token=..., &csrf_token=..., token=... anywhere (a query string, a form body echoed).
     (re.compile(r"(?i)(\b[a-z0-9_]*token=)[^&\s\"'#;]+"), r"\g<1>" + MASK),
-    (re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]+"), r"\g<1>" + MASK),
+    (re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{16,}"), r"\g<1>" + MASK),
 )
 ACCESS_LOGGER = "uvicorn.access"
 LOGGERS = ("uvicorn", "uvicorn.error", ACCESS_LOGGER, "reme", "reme_core")
