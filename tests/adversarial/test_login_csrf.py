@@ -13,10 +13,13 @@ from typing import Any
 
 import httpx
 import pytest
+from conftest import copy_example
 from fastapi.testclient import TestClient
 
-from tests.server.api_support import BASE_URL, Served, served
-from tests.studio.support import browser_ready, csrf_of, launch, studio_server
+from reme_core.runtime import STATE_DIR
+from reme_core.server.auth import TOKEN_FILE, TokenStore
+from tests.server.api_support import BASE_URL, Served, running_server, served
+from tests.studio.support import browser_ready, csrf_of, launch
 
 TYPED = {  # the user opened the URL: typed, pasted, a bookmark, a terminal's link
     "Sec-Fetch-Site": "none",
@@ -194,17 +197,21 @@ def test_in_chromium_a_note_image_and_a_cross_site_link_log_nobody_in(
 ) -> None:
     from playwright.sync_api import sync_playwright
 
-    with studio_server(tmp_path_factory.mktemp("login-browser"), vectors=False) as studio:
-        read, admin = studio.tokens["read"], studio.tokens["admin"]
+    workspace = copy_example(tmp_path_factory.mktemp("login-browser") / "ws")
+    read = TokenStore(workspace / STATE_DIR).create("read", ["default"], "login test")[1]
+    with running_server(workspace) as server:
+        assert server.url is not None
+        url = server.url
+        admin = (workspace / STATE_DIR / TOKEN_FILE).read_text(encoding="utf-8").strip()
         text = f"# Login image\n\n![pixel](/?token={read})\n\n[switch](/?token={read})\n"
-        _api(studio.url, admin, "write", {"path": IMAGE_NOTE, "content": text})
+        _api(url, admin, "write", {"path": IMAGE_NOTE, "content": text})
         with sync_playwright() as playwright:
             browser = launch(playwright)
             try:
-                context = browser.new_context(base_url=studio.url)
+                context = browser.new_context(base_url=url)
                 context.set_default_timeout(15_000)
                 page = context.new_page()
-                page.goto(studio.login_url("admin"))
+                page.goto(f"{url}/?token={admin}")
                 cookie = _cookie(context)
                 with page.expect_response(lambda r: "token=" in r.url) as image:
                     page.goto(f"/studio/browse?path={IMAGE_NOTE}")
@@ -222,7 +229,7 @@ def test_in_chromium_a_note_image_and_a_cross_site_link_log_nobody_in(
 
                 # Another site's link, in a browser without a session: no login.
                 other = browser.new_context()
-                link = f"{studio.url}/?token={admin}"
+                link = f"{url}/?token={admin}"
                 lured = other.new_page()
                 lured.set_content(f'<a id="go" href="{link}">prize</a>')
                 lured.click("#go")
