@@ -301,7 +301,8 @@ class History:
         suffix, confined, one hard link, not binary, within the size limit), outside
         ``tool_results/`` and hidden names."""
         paths = WorkspacePaths(self.root)
-        return [rel for rel in paths.iter_files(suffixes=TEXT_SUFFIXES) if served_file(paths, rel)]
+        files = paths.iter_files(suffixes=TEXT_SUFFIXES)
+        return [rel for rel in files if served_file(paths, rel, walked=True)]
 
     def _tracked(self) -> set[str]:
         return {p for p in self._git("ls-files", "-z").stdout.split("\0") if p}

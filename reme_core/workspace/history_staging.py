@@ -12,8 +12,10 @@ never becomes an object in the history's store.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
+from reme_core.errors import WorkspaceError
 from reme_core.redact import redact
 from reme_core.workspace.paths import WorkspacePaths, is_internal
 from reme_core.workspace.tools import MAX_FILE_BYTES, TEXT_SUFFIXES
@@ -44,21 +46,40 @@ def servable_content(data: bytes) -> str | None:
         return None
 
 
-def served_file(paths: WorkspacePaths, rel: str) -> bool:
+def served_file(paths: WorkspacePaths, rel: str, *, walked: bool = False) -> bool:
     """Whether the file at ``rel`` is one the history may hold, judged from its name, where
     it resolves to (no link out, no second hard link) and its first bytes (cheap: the full
-    content is checked only when it is staged)."""
-    if not may_hold(rel) or paths.refusal(rel) is not None:
+    content is checked only when it is staged).
+
+    ``walked``: ``rel`` came from ``WorkspacePaths.iter_files``, which never enters a linked
+    folder, so a regular file with one link is where its name says, and only its name needs
+    the tools' checks (a full resolve per file was most of a snapshot's time)."""
+    if not may_hold(rel):
+        return False
+    full = os.path.join(paths.root, rel)  # plain strings: pathlib was a third of the walk
+    if walked and _plain_file(full):
+        try:
+            paths.relative(rel)  # the name rules (control, bidi characters, lengths)
+        except WorkspaceError:
+            return False
+    elif paths.refusal(rel) is not None:
         return False
     try:
-        with open(paths.root / rel, "rb") as handle:
-            if not os.path.isfile(paths.root / rel):
-                return False
-            if os.fstat(handle.fileno()).st_size > MAX_FILE_BYTES:
+        with open(full, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
                 return False
             return b"\0" not in handle.read(BINARY_PROBE_BYTES)
     except OSError:
         return False
+
+
+def _plain_file(full: str) -> bool:
+    try:
+        info = os.lstat(full)
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_nlink == 1
 
 
 def history_text(root: Path, rel: str) -> tuple[str, bool] | None:

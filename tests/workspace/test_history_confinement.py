@@ -101,3 +101,17 @@ def test_names_the_history_may_hold() -> None:
         "resource/image.png",
     ):
         assert not may_hold(name), name
+
+
+def test_names_the_tools_refuse_stay_out_of_the_history(tmp_path: Path) -> None:
+    root = tmp_path / "w"
+    init_workspace(root)
+    wiki = root / "digest" / "wiki"
+    (wiki / "plan.md").write_text("# Plan\n", encoding="utf-8")
+    for name in ("new\nline.md", "tab\there.md", "evil\u202egnp.md"):
+        (wiki / name).write_text("# Refused name\n", encoding="utf-8")
+    history = History(root)
+    assert history.served_files() == ["digest/wiki/plan.md"]
+    history.snapshot()
+    (entry,) = history.entries()
+    assert entry.files == ["digest/wiki/plan.md"]
