@@ -127,6 +127,8 @@ class RegisteredCommand:
     command: click.Command
     group: str | None
     provider: str
+    distribution: str | None = None
+    """The distribution that registered it (benchmark manifests name a run's command's)."""
 
 
 @dataclass
@@ -166,6 +168,11 @@ class Plugins:
         self._commands: list[RegisteredCommand] | None = None
         self._collected = False
         self._dists: dict[int, tuple[object, tuple[str, str] | None]] = {}
+        # Plugin names whose implementation of a hook ran through ``pm.hook`` (the register
+        # hooks are called one implementation at a time in ``collect`` and do not count):
+        # benchmark manifests say which plugins took part in a run.
+        self._fired: set[str] = set()
+        self.pm.add_hookcall_monitoring(self._hook_called, _ignore_result)
 
     # -- loading -----------------------------------------------------------------------------
 
@@ -239,15 +246,19 @@ class Plugins:
             commands: list[RegisteredCommand] = []
             for impl in self.pm.hook.register_commands.get_hookimpls():
                 provider = self.provider_name(impl.plugin_name)
+                dist = self.distribution_of(impl.plugin_name)[0]
 
                 def add_command(
-                    command: click.Command, group: str | None = None, _p: str = provider
+                    command: click.Command,
+                    group: str | None = None,
+                    _p: str = provider,
+                    _d: str = dist,
                 ) -> None:
                     if not isinstance(command, click.Command):
                         raise PluginError(
                             f"plugin {_p!r} registered {command!r}, not a click command"
                         )
-                    commands.append(RegisteredCommand(command, group, _p))
+                    commands.append(RegisteredCommand(command, group, _p, _d))
 
                 impl.function(register=add_command)
             self._commands = commands
@@ -298,6 +309,14 @@ class Plugins:
         self._dists[id(dist)] = (dist, found)
         return found
 
+    def _hook_called(self, hook_name: str, hook_impls: Any, kwargs: Any) -> None:
+        self._fired.update(impl.plugin_name for impl in hook_impls)
+
+    def fired_distributions(self) -> list[str]:
+        """The distributions (a directly registered module: its plugin name) with an
+        implementation of a hook that has fired since loading, sorted."""
+        return sorted({self.distribution_of(name)[0] for name in self._fired})
+
     # -- listing -----------------------------------------------------------------------------
 
     def describe(self, include_defaults: bool = False) -> list[PluginInfo]:
@@ -330,6 +349,10 @@ def _bind(add: Callable[..., None], provider: str, *source: str | None) -> Calla
         add(cls, provider, *source)
 
     return register
+
+
+def _ignore_result(outcome: Any, hook_name: str, hook_impls: Any, kwargs: Any) -> None:
+    """pluggy's monitoring needs an after-call too; a hook's result says nothing of who ran."""
 
 
 def _dist_name(dist: Any) -> str:

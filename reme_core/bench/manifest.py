@@ -25,9 +25,10 @@ import click
 from pydantic import BaseModel, Field
 
 import reme_core
+from reme_core.bench.install_sources import InstallSource, install_source, portable_source
 from reme_core.pipelines.search import SEARCH_PIPELINE
 from reme_core.plugin_sources import PluginSource
-from reme_core.plugins import Plugins
+from reme_core.plugins import Plugins, _dist_name
 from reme_core.settings import Settings, component_selections, redacted
 
 FIXTURE_KEYWORD = "reme-test-fixture"
@@ -41,8 +42,14 @@ class PluginPin(BaseModel):
     distribution: str
     version: str | None = None
     source: PluginSource | None = None
-    """Where it was installed from, with the commit of a folder or VCS install (None: recorded
-    before sources were)."""
+    """How it was installed, with the commit and content hash of a folder install (the check
+    that the code is the same); its URL is the portable one (``install``), never a local path
+    (None: recorded before sources were)."""
+    install: InstallSource | None = None
+    """Where another machine installs it from (None: recorded before this field)."""
+    participated: bool | None = None
+    """It provided a selected component or step, the command that ran, or a hook that fired;
+    False: merely installed (None: recorded before this field; counts as taking part)."""
 
 
 class ComponentPin(BaseModel):
@@ -124,27 +131,43 @@ def build_manifest(
     ``command`` defaults to the current reme command line (``current_command()``); ``repo_dir``
     to reme's source folder, then the working directory, for the git revision.
     """
+    from reme_core.bench.participants import mark, participants
+
+    components = component_pins(settings, plugins)
+    pipeline = search_pipeline(settings, plugins)
+    command = list(command) if command is not None else current_command()
+    taking_part = participants(plugins, components, pipeline, command)
     return Manifest(
-        plugins=plugin_pins(plugins),
-        components=component_pins(settings, plugins),
+        plugins=mark(plugin_pins(plugins), taking_part),
+        components=components,
         config=config_dump(settings),
-        search_pipeline=search_pipeline(settings, plugins),
+        search_pipeline=pipeline,
         config_name=config_name,
         overrides=list(overrides),
         git=git_state(repo_dir),
         datasets=[dataset_file(Path(p)) for p in datasets],
-        command=list(command) if command is not None else current_command(),
+        command=command,
     )
 
 
 def plugin_pins(plugins: Plugins) -> list[PluginPin]:
     """Every loaded plugin distribution with its version and source, the shipped defaults
     included, test fixtures left out."""
-    return [
-        PluginPin(distribution=info.name, version=info.version, source=info.source)
-        for info in plugins.describe(include_defaults=True)
-        if not is_fixture(info.name)
-    ]
+    # The distributions the entry points came from: a lookup by name could find another copy
+    # first (a source tree's *.egg-info on sys.path, without pip's direct_url.json).
+    loaded = {_norm(_dist_name(d)): d for _p, d in plugins.pm.list_plugin_distributions()}
+    pins = []
+    for info in plugins.describe(include_defaults=True):
+        if is_fixture(info.name):
+            continue
+        # A directly registered module (no version) is no distribution: nothing to install.
+        dist = loaded.get(_norm(info.name))
+        install = install_source(info.name, info.version, dist) if info.version else None
+        source = portable_source(info.source, install) if install else info.source
+        pins.append(
+            PluginPin(distribution=info.name, version=info.version, source=source, install=install)
+        )
+    return pins
 
 
 def is_fixture(distribution: str) -> bool:
@@ -259,7 +282,9 @@ def diff_manifests(recorded: Manifest, current: Manifest) -> list[str]:
 
 def environment_notes(recorded: Manifest, current: Manifest) -> list[str]:
     """Differences that do not block a rerun but may explain a changed figure."""
-    notes = []
+    from reme_core.bench.participants import diff_plugins
+
+    notes = diff_plugins(recorded.plugins, current.plugins)[1]
     if recorded.git != current.git:
         notes.append(f"git: {_git_text(recorded.git)} -> {_git_text(current.git)}")
     if recorded.reme_version != current.reme_version:
@@ -273,36 +298,10 @@ def environment_notes(recorded: Manifest, current: Manifest) -> list[str]:
 
 
 def _diff_plugins(recorded: list[PluginPin], current: list[PluginPin]) -> list[str]:
-    old = {_norm(p.distribution): p for p in recorded}
-    new = {_norm(p.distribution): p for p in current}
-    lines = []
-    for key in sorted(old.keys() | new.keys()):
-        before, after = old.get(key), new.get(key)
-        if after is None:
-            lines.append(f"plugin {before.distribution}: not installed (recorded {before.version})")
-        elif before is None:
-            lines.append(f"plugin {after.distribution} {after.version}: installed, not recorded")
-        elif before.version != after.version:
-            lines.append(f"plugin {after.distribution}: {before.version} -> {after.version}")
-        else:
-            # The same version from another commit: its code may differ. (Where it lives, the
-            # URL, differs between machines and is not compared.)
-            old_code, new_code = _revision(before), _revision(after)
-            if old_code and new_code and old_code != new_code:
-                lines.append(f"plugin {after.distribution}: revision {old_code} -> {new_code}")
-    return lines
+    # Bystanders (installed, not taking part) are notes: see ``participants.diff_plugins``.
+    from reme_core.bench.participants import diff_plugins
 
-
-def _revision(pin: PluginPin) -> str | None:
-    """What identifies the plugin's code: its folder's content hash (stable across clones and
-    rebases), else the commit; None when neither is known."""
-    source = pin.source
-    if source is None:
-        return None
-    identity = source.tree or source.revision
-    if identity is None:
-        return None
-    return identity[:12] + ("+dirty" if source.dirty else "")
+    return diff_plugins(recorded, current)[0]
 
 
 def _diff_components(

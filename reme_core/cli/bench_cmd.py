@@ -9,7 +9,6 @@ folder and compares the headline figures.
 from __future__ import annotations
 
 import math
-import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -59,17 +58,12 @@ def reproduce_command(result: Path, dry_run: bool, out: Path | None) -> None:
     if differences:
         for line in differences:
             click.echo(f"differs: {line}")
-        # As `reme plugins --requirements` writes them: a folder or VCS install by its source.
-        pins = " ".join(
-            shlex.quote(p.source.requirement(p.distribution, p.version))
-            if p.source
-            else f"{p.distribution}=={p.version}"
-            for p in recorded.manifest.plugins
-            if p.version
-        )
+        # The plugins that took part, each from where another machine can install it.
+        from reme_core.bench.participants import install_line
+
         raise ReproduceError(
             f"{len(differences)} difference{'s' * (len(differences) > 1)} from the recorded run; "
-            f"the recorded plugins install with: pip install {pins}"
+            f"the recorded plugins install with: {install_line(recorded.manifest)}"
         )
     click.echo("manifest matches: plugins, config and datasets are as recorded")
     if dry_run:

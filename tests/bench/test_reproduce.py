@@ -12,6 +12,7 @@ from click.testing import CliRunner, Result
 from reme_core import plugins as plugin_module
 from reme_core.bench import PluginPin, RunResult
 from reme_core.bench import manifest as manifest_module
+from reme_core.bench import participants as participants_module
 from reme_core.cli import RemeGroup
 from reme_core.cli.bench_cmd import bench_group, compare_figures
 from reme_core.plugins import Plugins
@@ -30,6 +31,10 @@ def cli(default_plugins: Plugins, monkeypatch: pytest.MonkeyPatch) -> click.Grou
         lambda _plugins: [PluginPin(distribution=n, version=v) for n, v in VERSION.items()],
     )
     monkeypatch.setitem(VERSION, "reme-toy", "0.1.0")
+    # The toy command is registered directly; say reme-toy's command is the one that runs (a
+    # participant), while reme-idle is merely installed (a bystander).
+    monkeypatch.setattr(participants_module, "command_distribution", lambda *_: "reme-toy")
+    monkeypatch.setitem(VERSION, "reme-idle", "1.0")
     root = RemeGroup("reme")
     bench = click.Group("bench", commands=dict(bench_group.commands))
     bench.add_command(toy_group)
@@ -78,8 +83,31 @@ def test_a_changed_plugin_version_is_named_and_nothing_reruns(
     result = invoke(cli, "bench", "reproduce", str(recorded))
     assert result.exit_code == 1
     assert "differs: plugin reme-toy: 0.1.0 -> 0.2.0" in result.output
-    assert "pip install reme-toy==0.1.0" in result.output
+    # Only the participant is asked for, by its index pin (it has no local source).
+    assert "the recorded plugins install with: pip install reme-toy==0.1.0\n" in result.output
     assert not (tmp_path / "run-reproduce").exists()
+
+
+def test_a_missing_or_changed_bystander_is_a_note(cli: click.Group, recorded: Path) -> None:
+    del VERSION["reme-idle"]
+    result = invoke(cli, "bench", "reproduce", str(recorded), "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "note: plugin reme-idle: not installed (recorded 1.0, did not take part)" in (
+        result.output
+    )
+    assert "manifest matches" in result.output
+
+
+def test_a_missing_participant_is_a_difference(cli: click.Group, recorded: Path) -> None:
+    del VERSION["reme-toy"]
+    result = invoke(cli, "bench", "reproduce", str(recorded), "--dry-run")
+    assert result.exit_code == 1
+    assert "differs: plugin reme-toy: not installed (recorded 0.1.0)" in result.output
+
+
+def test_the_recorded_manifest_says_who_took_part(recorded: Path) -> None:
+    pins = {p.distribution: p.participated for p in RunResult.read(recorded).manifest.plugins}
+    assert pins == {"reme-toy": True, "reme-idle": False}
 
 
 def test_a_changed_dataset_is_named(cli: click.Group, recorded: Path, tmp_path: Path) -> None:
