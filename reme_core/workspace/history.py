@@ -32,35 +32,53 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal
-
-from pydantic import BaseModel
 
 from reme_core.errors import RemeError
 from reme_core.workspace.hashing import content_hash
+from reme_core.workspace.history_entries import (
+    API_WRITES,
+    BASELINE,
+    SNAPSHOT,
+    EntryKind,
+    HistoryEntry,
+    HistoryError,
+    RevertConfirmationError,
+    RevertPlan,
+    RevertRefusedError,
+    SnapshotRevertError,
+    change_message,
+    kind_of,
+    refusal,
+)
 from reme_core.workspace.history_migration import CONFINED_KEY, confine, git_runner
 from reme_core.workspace.history_staging import history_text, may_hold, served_file
 from reme_core.workspace.journal import Journal
 from reme_core.workspace.paths import WorkspacePaths
 from reme_core.workspace.tools import TEXT_SUFFIXES
 
-# may_hold lives with the staging rules; callers import it from here.
-__all__ = ["History", "HistoryEntry", "HistoryError", "RevertPlan", "may_hold", "refusal"]
+# The entries' models and the staging rules live beside this module; callers import them here.
+__all__ = [
+    "API_WRITES",
+    "BASELINE",
+    "SNAPSHOT",
+    "EntryKind",
+    "History",
+    "HistoryEntry",
+    "HistoryError",
+    "RevertConfirmationError",
+    "RevertPlan",
+    "RevertRefusedError",
+    "SnapshotRevertError",
+    "kind_of",
+    "may_hold",
+    "refusal",
+]
 
 AUTHOR = ["-c", "user.name=reme", "-c", "user.email=reme@localhost", "-c", "commit.gpgsign=false"]
 # Names as they are ("daily/café.md"), not C-quoted, in `git log --name-only`.
 AUTHOR += ["-c", "core.quotePath=false"]
 # tool_results/ holds spilled tool outputs (reme_core.light): bulky, expiring, not memory.
 EXCLUDES = ".reme/\n.git/\ntool_results/\n"
-
-SNAPSHOT = "reme: snapshot of changes made outside reme"
-"""The message of a snapshot: changes not made through reme's file tools."""
-API_WRITES = "reme: writes through the API"
-"""The message of the changes reme's file tools made between runs (the journal says so)."""
-BASELINE = "reme: baseline, the workspace when its history began"
-"""The message of a workspace's first commit."""
-_WRITE_VERBS = ("reme: write ", "reme: delete ", "reme: move ")
-"""How the commit of one file-tool change starts (``reme: delete digest/wiki/x.md``)."""
 
 # Set while a run, a memory change or an approval writes: its own commit holds its changes.
 _batching: contextvars.ContextVar[bool] = contextvars.ContextVar(
@@ -70,102 +88,8 @@ _locks: dict[Path, threading.RLock] = {}
 _locks_guard = threading.Lock()
 _log = logging.getLogger(__name__)
 
-EntryKind = Literal["run", "memory", "writes", "snapshot", "baseline", "revert", "other"]
 _DIFF_TREE = ["-r", "--root", "--no-commit-id", "--no-renames", "--name-status", "-z"]
 _PATHS_PER_CALL = 200  # pathspecs per git command line, well under any ARG_MAX
-
-
-class HistoryError(RemeError):
-    """git is missing, or a revert cannot apply cleanly (nothing is changed then)."""
-
-
-def kind_of(message: str) -> EntryKind:
-    """What made a history entry, from its subject line (histories written before kinds
-    existed read the same way)."""
-    if message.startswith("reme run "):
-        return "run"
-    if message.startswith("reme memory "):
-        return "memory"
-    if message == API_WRITES or message.startswith(_WRITE_VERBS):
-        return "writes"
-    if message == BASELINE:
-        return "baseline"
-    if message.startswith("reme: snapshot"):  # also the older "reme: snapshot before revert"
-        return "snapshot"
-    if message.startswith('Revert "'):
-        return "revert"
-    return "other"
-
-
-class HistoryEntry(BaseModel):
-    run: str
-    """Short commit id: what ``reme revert`` takes."""
-    date: str
-    message: str
-    kind: EntryKind = "other"
-    """``run`` (a pipeline run), ``memory`` (a memory API change), ``writes`` (notes written
-    through reme's file tools between runs), ``snapshot`` (changes made outside reme: reverting
-    one needs ``force``), ``baseline`` (the workspace when its history began: reverting it needs
-    ``force`` too), ``revert`` (an undone entry)."""
-    verbs: list[str] = []
-    """What the run did, one line each (``CREATE digest/wiki/x.md``), from the commit body."""
-    files: list[str]
-
-
-class RevertPlan(BaseModel):
-    """What reverting one history entry would do to the workspace (nothing is changed)."""
-
-    run: str
-    kind: EntryKind
-    message: str
-    deleted: list[str] = []
-    """Files the entry created: the revert deletes them."""
-    modified: list[str] = []
-    """Files the entry changed: the revert puts their earlier content back."""
-    restored: list[str] = []
-    """Files the entry deleted: the revert brings them back."""
-
-    refused: list[str] = []
-    """Files the entry touched that the history may not hold (only in a history whose rewrite
-    was cut short): a revert of it is refused."""
-
-    @property
-    def files(self) -> list[str]:
-        return sorted({*self.deleted, *self.modified, *self.restored})
-
-    def describe(self) -> str:
-        """Several lines: the entry, then one line per file it would change."""
-        lines = [f"revert {self.run} ({self.kind}: {self.message}) would:"]
-        lines += [f"  delete   {path}" for path in self.deleted]
-        lines += [f"  modify   {path}" for path in self.modified]
-        lines += [f"  restore  {path}" for path in self.restored]
-        if len(lines) == 1:
-            lines.append("  change no file")
-        return "\n".join(lines)
-
-
-class RevertRefusedError(HistoryError):
-    """A revert was refused before anything changed; ``plan`` says what it would have done
-    (``files`` lists the files it would delete), so a caller can show it and ask."""
-
-    def __init__(self, message: str, plan: RevertPlan):
-        super().__init__(message)
-        self.plan = plan
-        self.files = list(plan.deleted)
-
-    @property
-    def details(self) -> dict[str, object]:
-        """The plan as plain data, for a JSON error."""
-        return {"plan": self.plan.model_dump()}
-
-
-class SnapshotRevertError(RevertRefusedError):
-    """The entry is a snapshot of changes made outside reme, not a run: revert it only with
-    ``force``."""
-
-
-class RevertConfirmationError(RevertRefusedError):
-    """The revert would delete files; it runs only with ``confirm=True`` (``--yes``)."""
 
 
 class History:
@@ -282,7 +206,7 @@ class History:
                 if not self._has_head():
                     self._baseline_without([*changed, *removed])
                 self._stage_paths([*changed, *removed])
-                return self._commit(_change_message(changed, removed))
+                return self._commit(change_message(changed, removed))
         except HistoryError as exc:
             # The change is on disk and indexed: it must not be reported as failed because git
             # is missing; the next snapshot commits it.
@@ -550,47 +474,3 @@ class History:
                     f"cannot revert {plan.run}: {rel} is a link, which a revert does not write "
                     "through; nothing was changed"
                 )
-
-
-def refusal(plan: RevertPlan, *, force: bool, confirm: bool) -> RevertRefusedError | None:
-    """Why a revert with this plan must not run without more consent; None when it may."""
-    if plan.kind == "baseline" and not force:
-        return SnapshotRevertError(
-            f"{plan.run} is the baseline (the workspace when its history began), not a run: "
-            f"reverting it would undo it{_deleting(plan)}; pass --force (force=True) to revert "
-            "it anyway",
-            plan,
-        )
-    if plan.kind == "snapshot" and not force:
-        return SnapshotRevertError(
-            f"{plan.run} is a snapshot of changes made outside reme, not a run: reverting it "
-            f"would undo those edits{_deleting(plan)}; pass --force (force=True) to revert "
-            "it anyway",
-            plan,
-        )
-    if plan.deleted and not confirm:
-        return RevertConfirmationError(
-            f"reverting {plan.run} would delete {len(plan.deleted)} file(s): "
-            f"{', '.join(plan.deleted)}; pass --yes (confirm=True) to revert",
-            plan,
-        )
-    return None
-
-
-def _deleting(plan: RevertPlan) -> str:
-    if not plan.deleted:
-        return ""
-    return f" and delete {len(plan.deleted)} file(s): {', '.join(plan.deleted)}"
-
-
-def _change_message(changed: list[str], removed: list[str]) -> str:
-    """The commit message of one file-tool change: ``reme: delete x``, ``reme: move a -> b``
-    (links rewritten in other notes counted), ``reme: write x``."""
-    others = ""
-    if removed and changed:
-        rest = len(changed) - 1
-        others = f" (and links in {rest} other note(s))" if rest else ""
-        return f"reme: move {removed[0]} -> {changed[0]}{others}"
-    if removed:
-        return f"reme: delete {', '.join(removed)}"
-    return f"reme: write {', '.join(changed)}"

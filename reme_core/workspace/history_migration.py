@@ -18,6 +18,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 
 from reme_core.redact import redact
+from reme_core.workspace.history_entries import HistoryError
 from reme_core.workspace.history_staging import may_hold, servable_content
 
 CONFINED_KEY = "reme.confined"
@@ -163,8 +164,6 @@ def git_runner(base: list[str]) -> GitBytes:
             [*base, *args], input=stdin, capture_output=True, env=env, check=False
         )
         if check and done.returncode != 0:
-            from reme_core.workspace.history import HistoryError
-
             raise HistoryError(
                 f"git {args[0]} failed while confining the history: "
                 f"{done.stderr.decode(errors='replace').strip()}"
