@@ -24,6 +24,7 @@ once when opened (``reme_core.workspace.history_migration``).
 from __future__ import annotations
 
 import contextvars
+import json
 import logging
 import os
 import shutil
@@ -206,12 +207,33 @@ class History:
                 if not self._has_head():
                     self._baseline_without([*changed, *removed])
                 self._stage_paths([*changed, *removed])
-                return self._commit(change_message(changed, removed))
+                op = self._last_op(changed[0]) if len(changed) == 1 and not removed else None
+                return self._commit(change_message(changed, removed, op))
         except HistoryError as exc:
             # The change is on disk and indexed: it must not be reported as failed because git
             # is missing; the next snapshot commits it.
             _log.warning("history: could not commit %s: %s", [*changed, *removed], exc)
             return None
+
+    def _last_op(self, path: str) -> str | None:
+        """The op of the journal's newest entry, when it is about ``path`` (read from the
+        file's end: the journal only grows)."""
+        try:
+            with open(self.journal.path, "rb") as handle:
+                size = handle.seek(0, os.SEEK_END)
+                handle.seek(max(0, size - 8192))
+                tail = handle.read().decode("utf-8", "replace").splitlines()
+        except OSError:
+            return None
+        for line in reversed(tail):
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            return (
+                entry.get("op") if isinstance(entry, dict) and entry.get("path") == path else None
+            )
+        return None
 
     def _baseline_without(self, paths: list[str]) -> None:
         """Commit the workspace as it was before this first change: every served file but

@@ -15,7 +15,7 @@ API_WRITES = "reme: writes through the API"
 """The message of the changes reme's file tools made between runs (the journal says so)."""
 BASELINE = "reme: baseline, the workspace when its history began"
 """The message of a workspace's first commit."""
-_WRITE_VERBS = ("reme: write ", "reme: delete ", "reme: move ")
+_WRITE_VERBS = tuple(f"reme: {op} " for op in ("write", "edit", "frontmatter", "delete", "move"))
 """How the commit of one file-tool change starts (``reme: delete digest/wiki/x.md``)."""
 
 EntryKind = Literal["run", "memory", "writes", "snapshot", "baseline", "revert", "other"]
@@ -145,9 +145,10 @@ def _deleting(plan: RevertPlan) -> str:
     return f" and delete {len(plan.deleted)} file(s): {', '.join(plan.deleted)}"
 
 
-def change_message(changed: list[str], removed: list[str]) -> str:
+def change_message(changed: list[str], removed: list[str], op: str | None = None) -> str:
     """The commit message of one file-tool change: ``reme: delete x``, ``reme: move a -> b``
-    (links rewritten in other notes counted), ``reme: write x``."""
+    (links rewritten in other notes counted), else ``reme: OP x`` with the journal's ``op``
+    (write, edit, frontmatter; write when unknown)."""
     others = ""
     if removed and changed:
         rest = len(changed) - 1
@@ -155,4 +156,5 @@ def change_message(changed: list[str], removed: list[str]) -> str:
         return f"reme: move {removed[0]} -> {changed[0]}{others}"
     if removed:
         return f"reme: delete {', '.join(removed)}"
-    return f"reme: write {', '.join(changed)}"
+    verb = op if op in ("write", "edit", "frontmatter") else "write"
+    return f"reme: {verb} {', '.join(changed)}"

@@ -42,7 +42,7 @@ def test_a_deleted_notes_text_is_restored_by_reverting_its_delete(reme: Reme) ->
     entries = call(reme, "history")["entries"]
     assert [e["message"] for e in entries] == [
         f"reme: delete {NOTE}",
-        f"reme: write {NOTE}",
+        f"reme: edit {NOTE}",
         f"reme: write {NOTE}",
         BASELINE,  # the workspace before the first change, not "changes made outside reme"
     ]
