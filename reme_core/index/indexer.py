@@ -207,11 +207,22 @@ class Indexer:
         return not excluded(path)
 
     def scope_files(self) -> list[str]:
-        return sorted(self.paths.iter_files(tuple(self.chunkers), self.exclude))
+        """Every file in scope, sorted; names that are not valid UTF-8 are left out (see
+        ``unnamable``): no projection can hold them."""
+        files = self.paths.iter_files(tuple(self.chunkers), self.exclude)
+        return sorted(p for p in files if not unnamable(p))
 
     def scope_stats(self) -> dict[str, os.stat_result | None]:
-        """Every file in scope with its stat, sorted by path."""
-        return self.paths.file_stats(tuple(self.chunkers), self.exclude)
+        """Every file in scope with its stat, sorted by path (names as in ``scope_files``)."""
+        return self._listing()[0]
+
+    def _listing(self) -> tuple[dict[str, os.stat_result | None], list[str]]:
+        """``scope_stats``, and the names it left out as not valid UTF-8."""
+        listing = self.paths.file_stats(tuple(self.chunkers), self.exclude)
+        bad = [p for p in listing if unnamable(p)]
+        for path in bad:
+            del listing[path]
+        return listing, bad
 
     # -- passes ------------------------------------------------------------------------------
 
@@ -226,14 +237,14 @@ class Indexer:
         with self.writers, self.sealed_write() as sealed:
             started = time.perf_counter()
             clock = time.time_ns()  # before any stat: what "settled" is measured against
-            listing = self.scope_stats()
+            listing, odd = self._listing()
             on_disk = list(listing)
             known = self._sealed_stamps() if sealed else None
             if known is None:
                 known = self.catalog.file_stamps()
             drift = drift_check.measure(self, on_disk, indexed=set(known), projections=not sealed)
             if drift.rebuild_interrupted:
-                report = self.rebuild()
+                report = self.rebuild()  # lists (and reports) the odd names itself
                 report.drift = drift.problems()
                 report.seconds = time.perf_counter() - started
                 return report
@@ -270,6 +281,7 @@ class Indexer:
                 # cache. Other vector drift is repaired by the reconcile that follows a scan.
                 plan.vector_paths = sorted({*repaired, *plan.forget})
             report = self._apply(plan)
+            report.problems.update(self._record_unnamable(odd, complete=True))
             if restat:
                 self._unsettle()
                 self.catalog.set_stats(restat)
@@ -305,6 +317,14 @@ class Indexer:
             gone = {p for p in removed if self.in_scope(p)}
             todo: dict[str, bytes] = {}
             stats: dict[str, FileStat | None] = {}
+            odd = {p for p in (*changed, *removed) if unnamable(p)}
+            odd_report: dict[str, str] = {}
+            if odd:
+                odd_report = self._record_unnamable(
+                    [p for p in odd if _stat(self.paths.root / p) is not None], gone=odd
+                )
+                changed = [p for p in changed if p not in odd]
+                gone -= odd
             for path in dict.fromkeys(changed):
                 if not self.in_scope(path):
                     continue
@@ -329,6 +349,7 @@ class Indexer:
                 self.vectors.prepare(c.text for f in plan.files for c in f.chunks)
                 plan.vector_paths = [*(f.path for f in plan.files), *plan.removed]
             report = self._apply(plan)
+            report.problems.update(odd_report)
             report.unchanged = len(known) - len(set(todo) - added) - len(gone)
             report.seconds = time.perf_counter() - started
             return report
@@ -341,13 +362,14 @@ class Indexer:
         with self.writers, self.sealed_write():
             started = time.perf_counter()
             clock = time.time_ns()
-            listing = self.scope_stats()  # each stat taken before its file is read
+            listing, odd = self._listing()  # each stat taken before its file is read
             self._fresh_resolver(list(listing))
             changed = {path: self._read(path) or b"" for path in listing}
             stats = {path: FileStat.settled(st, clock) for path, st in listing.items()}
             plan = self._prepare(changed, [], added=set(), relink=False, stats=stats)
             plan.clear_first = True
             report = self._apply(plan)
+            report.problems.update(self._record_unnamable(odd, complete=True))
             self._seal = self._current_seal()  # every projection was filled from the notes
             report.seconds = time.perf_counter() - started
             return report
@@ -463,6 +485,25 @@ class Indexer:
                 return None
             files.extend(named)
         return files
+
+    # -- names no projection can hold ----------------------------------------------------------
+
+    def _record_unnamable(
+        self, present: Iterable[str], *, complete: bool = False, gone: Iterable[str] = ()
+    ) -> dict[str, str]:
+        """Report files whose names are not valid UTF-8 as problems (under a printable form of
+        the name), and forget the reports of those no longer there: of every earlier one when
+        ``complete`` (a full listing), else of ``gone``. Writes only when something changed, so
+        a scan that finds nothing new leaves the catalog (and the drift seal) untouched.
+        Returns the problems for an ``IndexReport`` (shown name -> message)."""
+        want = {shown_name(p): UNNAMABLE for p in present}
+        have = {p for p, m in self.catalog.problems().items() if m == UNNAMABLE}
+        stale = have - want.keys() if complete else {shown_name(p) for p in gone} - want.keys()
+        for shown in stale & have:
+            self.catalog.remove(shown)
+        for shown in want.keys() - have:
+            self.catalog.set_problem(shown, UNNAMABLE)
+        return want
 
     # -- internals ---------------------------------------------------------------------------
 
@@ -740,6 +781,24 @@ class Indexer:
             files, self._resolver_files = self._resolver_files, None
             self._resolver = LinkResolver(files if files is not None else self.scope_files())
         return self._resolver
+
+
+UNNAMABLE = "file name is not valid UTF-8 (shown with \\x escapes): not indexed; rename it"
+"""The problem recorded for a file whose name the OS gave as undecodable bytes."""
+
+
+def unnamable(path: str) -> bool:
+    """Whether ``path`` holds undecodable bytes (surrogate escapes) that no index can store."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def shown_name(path: str) -> str:
+    """A printable, storable form of ``path``: undecodable bytes as ``\\xNN`` escapes."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def _stat_changed(

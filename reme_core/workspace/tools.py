@@ -348,8 +348,8 @@ class FileTools:
         except OSError as exc:
             raise WorkspaceError(f"cannot list {rel_dir or '.'}: {exc.strerror}") from exc
         for entry in children:
-            if entry.name.startswith("."):
-                continue
+            if entry.name.startswith(".") or _undecodable(entry.name):
+                continue  # a name that is not UTF-8 cannot be answered; ``status`` reports it
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
             if entry.is_symlink() and not self.paths.is_inside(Path(entry.path)):
                 continue
@@ -642,3 +642,12 @@ class FileTools:
             if count:
                 plan[source_rel] = (source_abs, content_hash(data), new_text.encode("utf-8"))
         return plan
+
+
+def _undecodable(name: str) -> bool:
+    """Whether the OS gave ``name`` as bytes that are not UTF-8 (surrogate escapes)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
