@@ -250,8 +250,13 @@ class History:
         files = paths.iter_files(suffixes=TEXT_SUFFIXES)
         return [rel for rel in files if served_file(paths, rel, walked=True)]
 
-    def _tracked(self) -> set[str]:
-        return {p for p in self._git("ls-files", "-z").stdout.split("\0") if p}
+    def _tracked(self, paths: list[str] | None = None) -> set[str]:
+        """The indexed paths (of ``paths`` only, when given: one write need not list them all)."""
+        if paths is not None and len(paths) <= _PATHS_PER_CALL:
+            listed = self._git("ls-files", "-z", "--", *paths).stdout
+        else:
+            listed = self._git("ls-files", "-z").stdout
+        return {p for p in listed.split("\0") if p}
 
     def _stage_served(self) -> None:
         """Stage exactly the served files: new and changed ones added (redacted), and every
@@ -268,7 +273,7 @@ class History:
         """Stage only ``paths``: each as its file is now (redacted), or dropped when it is gone
         or not one the history may hold."""
         workspace = WorkspacePaths(self.root)
-        tracked = self._tracked()
+        tracked = self._tracked(paths)
         served = sorted({p for p in paths if served_file(workspace, p)})
         self._stage(served, drop=sorted({p for p in paths if p in tracked} - set(served)))
 
