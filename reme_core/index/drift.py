@@ -25,7 +25,10 @@ if TYPE_CHECKING:
 
 SAMPLE = 5
 """Paths named per finding in status."""
-REPAIR = "`reme index` repairs it (`reme reindex` while a server runs)"
+SERVED = "`reme reindex` while a server runs: it goes through the server, `reme index` refuses"
+"""What works instead of ``reme index`` while ``reme serve`` holds the workspace."""
+REPAIR = f"`reme index` repairs it ({SERVED})"
+CATCH_UP = f"`reme index` catches up ({SERVED})"
 
 
 @dataclass
@@ -129,12 +132,12 @@ class Drift:
         """One line per kind of disagreement, naming a few paths and what repairs it."""
         lines: list[str] = []
         if self.rebuild_interrupted:
-            lines.append("a reindex was interrupted before it finished; `reme index` redoes it")
+            lines.append(f"a reindex was interrupted before it finished; {CATCH_UP}")
         if self.unsettled:
             lines.append(
                 f"an index pass was interrupted before {len(self.unsettled)} path(s) were "
                 f"persisted in every index ({_names(self.unsettled)}); "
-                "`reme index` applies them again"
+                f"{CATCH_UP}"
             )
         if self.unindexed or self.vanished:
             parts = []
@@ -146,7 +149,7 @@ class Drift:
                 parts.append(
                     f"{len(self.vanished)} indexed file(s) gone from disk ({_names(self.vanished)})"
                 )
-            lines.append(f"files: {', '.join(parts)}; `reme index` catches up")
+            lines.append(f"files: {', '.join(parts)}; {CATCH_UP}")
         for label, unit, missing, orphans, as_paths in (
             ("keyword index", "chunk", self.keyword_missing, self.keyword_orphans, True),
             ("vectors", "chunk", self.vectors_missing, self.vectors_orphans, True),

@@ -23,6 +23,7 @@ import numpy as np
 from reme_core.components import Embedding, FileStore, VectorRecord
 from reme_core.errors import EmbeddingError, RemeError
 from reme_core.index.catalog import Catalog
+from reme_core.index.drift import CATCH_UP
 from reme_core.index.embedding_cache import EmbeddingCache
 from reme_core.schema import SearchFilters
 from reme_core.schema.chunk import chunk_path
@@ -372,7 +373,7 @@ class VectorIndex:
         if done < total:
             notes.append(
                 f"vector: {done} of {total} chunks embedded"
-                + (" (embedding in the background)" if self.building else "; run `reme index`")
+                + (" (embedding in the background)" if self.building else f"; {CATCH_UP}")
             )
         if self.last_error:
             notes.append(f"vector: last embedding failed: {self.last_error}")

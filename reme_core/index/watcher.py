@@ -22,6 +22,10 @@ is handed, so reacting to these made each pass schedule the next one, forever (a
 on one folder fed each other). Only changes count."""
 
 
+_KEPT_ERRORS = 20
+"""Failed batches remembered in a row (the latest is what status shows)."""
+
+
 class Watcher(FileSystemEventHandler):
     """Collects touched paths and hands them to ``on_batch`` after a quiet period."""
 
@@ -34,6 +38,8 @@ class Watcher(FileSystemEventHandler):
         self._timer: threading.Timer | None = None
         self._observer = Observer()
         self.errors: list[str] = []
+        """The failures of the batches since the last one that went through (cleared by it):
+        a cause that is gone stops being reported as soon as the next batch indexes."""
 
     def start(self) -> None:
         self._observer.schedule(self, str(self.root), recursive=True)
@@ -72,6 +78,9 @@ class Watcher(FileSystemEventHandler):
             self.on_batch(batch)
         except Exception as exc:
             self.errors.append(f"{type(exc).__name__}: {exc}")
+            del self.errors[:-_KEPT_ERRORS]
+            return
+        self.errors.clear()
 
     def _relative(self, raw: str | bytes) -> str | None:
         if not raw:
