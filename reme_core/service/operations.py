@@ -632,8 +632,8 @@ OPERATIONS: dict[str, Operation] = {
         Operation(
             "history",
             "read",
-            "The workspace's change history, newest first (pipeline runs, writes, snapshots, "
-            "reverts), or one file's.",
+            "The workspace's change history, newest first (the baseline, pipeline runs, each "
+            "write, edit, move and delete, snapshots, reverts), or one file's.",
             HistoryInput,
             _history,
             read_only=True,
