@@ -335,6 +335,15 @@ class Catalog:
                 self._db.execute("DELETE FROM problems WHERE path = ?", (path,))
             self._changed(path)
 
+    def clear_problem(self, path: str, prefix: str) -> None:
+        """Forget the problem of ``path`` if its message starts with ``prefix`` (one part of
+        the index reporting a problem it no longer has leaves the others' reports alone)."""
+        with self._lock:
+            self._db.execute(
+                "DELETE FROM problems WHERE path = ? AND substr(message, 1, ?) = ?",
+                (path, len(prefix), prefix),
+            )
+
     def set_problem(self, path: str, message: str) -> None:
         """Remember why a file could not be indexed, or was indexed only in part (shown by
         ``reme status``, after the path: the message itself does not repeat it)."""

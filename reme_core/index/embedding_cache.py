@@ -26,6 +26,12 @@ CREATE TABLE IF NOT EXISTS stored (
     content_hash TEXT NOT NULL,
     model_id TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS refused (
+    chunk_id TEXT PRIMARY KEY,
+    content_hash TEXT NOT NULL,
+    model_id TEXT NOT NULL,
+    reason TEXT NOT NULL
+);
 """
 
 
@@ -111,3 +117,34 @@ class EmbeddingCache:
         """The store was reopened for another vector space: nothing of the old one is held."""
         with self._lock:
             self._db.execute("DELETE FROM stored WHERE model_id != ?", (model_id,))
+            self._db.execute("DELETE FROM refused WHERE model_id != ?", (model_id,))
+
+    # -- what the model or the store refused -------------------------------------------------
+
+    def refused(self, model_id: str) -> dict[str, tuple[str, str]]:
+        """chunk id -> (content hash, reason) of chunks the model or the store refused alone:
+        not retried until their content changes, and not counted as missing."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT chunk_id, content_hash, reason FROM refused WHERE model_id = ?",
+                (model_id,),
+            )
+            return {cid: (digest, reason) for cid, digest, reason in rows}
+
+    def set_refused(
+        self, model_id: str, paths: Iterable[str], entries: Mapping[str, tuple[str, str]]
+    ) -> None:
+        """Replace the refusals of the chunks of ``paths`` with ``entries`` (id -> hash, reason)."""
+        ranges = [(f"{path}#", f"{path}$") for path in paths]  # as in ``unmark_paths``
+        with self._lock:
+            self._db.execute("BEGIN")
+            self._db.executemany("DELETE FROM refused WHERE chunk_id >= ? AND chunk_id < ?", ranges)
+            self._db.executemany(
+                "INSERT OR REPLACE INTO refused VALUES (?, ?, ?, ?)",
+                [(cid, h, model_id, why) for cid, (h, why) in entries.items()],
+            )
+            self._db.execute("COMMIT")
+
+    def clear_refused(self) -> None:
+        with self._lock:
+            self._db.execute("DELETE FROM refused")

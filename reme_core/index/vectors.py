@@ -31,6 +31,9 @@ from reme_core.search.arms import ArmUnavailable
 
 Progress = Callable[[int, int], None]
 
+VECTOR_PROBLEM = "vectors: chunk "
+"""How a refused chunk's ``status`` problem starts (and how it is found to forget it)."""
+
 
 class VectorIndex:
     """The embedding model, the vector store and the cache, driven from the catalog."""
@@ -71,7 +74,10 @@ class VectorIndex:
         self.on_matched: Callable[[int], None] | None = None
         """Told the catalog generation a reconcile began at, when it found nothing to do."""
         self._version = 0
-        self._coverage: tuple[tuple[int, int], tuple[int, int]] | None = None
+        self._coverage: tuple[tuple[int, int], tuple[int, int], int] | None = None
+        self._text_refusals: dict[str, str] = {}
+        """Content hash -> why the model refused that text alone (``_embed_missing``); the
+        next store of its chunks records them as refused."""
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -111,6 +117,8 @@ class VectorIndex:
         with self._lock:
             self.store.clear()
             self.cache.unmark(self.cache.stored(self.model_id))
+            self.cache.clear_refused()  # a rebuild tries every chunk again
+            self._text_refusals.clear()
             self._version += 1
 
     @property
@@ -204,7 +212,12 @@ class VectorIndex:
         with self._lock:
             present = self.store.ids()
         held = {cid: h for cid, h in self.cache.stored(self.model_id).items() if cid in present}
-        stale = {chunk_path(cid) for cid, h in want.items() if held.get(cid) != h}
+        refused = {cid: h for cid, (h, _) in self.cache.refused(self.model_id).items()}
+        stale = {
+            chunk_path(cid)
+            for cid, h in want.items()
+            if held.get(cid) != h and refused.get(cid) != h
+        }
         gone = {chunk_path(cid) for cid in present if cid not in want}
         paths = sorted(stale | gone)
         self.total = len(rows)
@@ -263,7 +276,13 @@ class VectorIndex:
         return count
 
     def _embed_missing(self, texts: Iterable[str]) -> None:
-        """Put the vectors of ``texts`` the cache lacks into it (the model call; no lock held)."""
+        """Put the vectors of ``texts`` the cache lacks into it (the model call; no lock held).
+
+        When the model refuses the batch, each text is embedded alone, so one text it cannot
+        take costs only its own chunks (remembered in ``_text_refusals``); when every text
+        fails alone too, it is the model failing, not the texts: that error is raised and all
+        stay pending.
+        """
         assert self.model_id is not None
         wanted = {_content_hash(text): text for text in texts}
         if not wanted:
@@ -272,11 +291,32 @@ class VectorIndex:
         missing = {h: text for h, text in wanted.items() if h not in have}
         if not missing:
             return
-        texts_in = [self.embedding.truncate(t) for t in missing.values()]
-        embedded = _checked(
-            self.embedding.embed_passages(texts_in), len(texts_in), self.embedding.dim
-        )
-        self.cache.put(self.model_id, dict(zip(missing, embedded, strict=True)))
+        try:
+            embedded = self._embed(list(missing.values()))
+        except RemeError:
+            if len(missing) == 1:
+                raise
+            embedded = None
+        if embedded is not None:
+            self.cache.put(self.model_id, dict(zip(missing, embedded, strict=True)))
+            return
+        done: dict[str, np.ndarray] = {}
+        failed: dict[str, str] = {}
+        first: RemeError | None = None
+        for digest, text in missing.items():
+            try:
+                done[digest] = self._embed([text])[0]
+            except RemeError as exc:
+                failed[digest] = str(exc)
+                first = first or exc
+        if not done and first is not None:
+            raise first
+        self.cache.put(self.model_id, done)
+        self._text_refusals.update(failed)
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        texts_in = [self.embedding.truncate(t) for t in texts]
+        return _checked(self.embedding.embed_passages(texts_in), len(texts_in), self.embedding.dim)
 
     def _store_paths(self, paths: Sequence[str]) -> tuple[int, int]:
         """Replace every vector of ``paths`` with the catalog's current chunks, from the cache.
@@ -304,13 +344,68 @@ class VectorIndex:
                     tags=tuple(_with_ancestors(note.tags if note else [])),
                 )
             )
+        refused = {
+            cid: (hashes[cid], f"the embedding model refused it: {self._text_refusals[digest]}")
+            for cid, _, digest in rows
+            if digest in self._text_refusals and digest not in vectors
+        }
         self.cache.unmark_paths(paths)
         self.store.delete_paths(list(paths))
-        if records:
-            self.store.upsert(records)
-        self.cache.mark_stored(self.model_id, {r.chunk_id: hashes[r.chunk_id] for r in records})
+        stored = self._upsert(records, hashes, refused)
+        self.cache.mark_stored(self.model_id, {r.chunk_id: hashes[r.chunk_id] for r in stored})
+        self.cache.set_refused(self.model_id, paths, refused)
+        self._report_refused(paths, refused)
         self._version += 1
-        return len(records), len(rows) - len(records)
+        return len(stored), len(rows) - len(stored) - len(refused)
+
+    def _upsert(
+        self,
+        records: list[VectorRecord],
+        hashes: dict[str, str],
+        refused: dict[str, tuple[str, str]],
+    ) -> list[VectorRecord]:
+        """Store ``records``; when the store refuses the batch, one at a time, adding those it
+        refuses alone to ``refused``. Every record failing alone is the store failing: raised.
+        Returns the records stored."""
+        if not records:
+            return []
+        try:
+            self.store.upsert(records)
+            return records
+        except RemeError:
+            if len(records) == 1:
+                raise
+        stored: list[VectorRecord] = []
+        first: RemeError | None = None
+        for record in records:
+            try:
+                self.store.upsert([record])
+            except RemeError as exc:
+                refused[record.chunk_id] = (
+                    hashes[record.chunk_id],
+                    f"the vector store refused it: {exc}",
+                )
+                first = first or exc
+            else:
+                stored.append(record)
+        if not stored and first is not None:
+            for record in records:
+                refused.pop(record.chunk_id, None)
+            raise first
+        return stored
+
+    def _report_refused(self, paths: Sequence[str], refused: dict[str, tuple[str, str]]) -> None:
+        """One ``status`` problem per note with refused chunks; forget it once none is."""
+        by_path: dict[str, list[str]] = {}
+        for cid, (_, reason) in sorted(refused.items()):
+            by_path.setdefault(chunk_path(cid), []).append(f"{cid}: {reason}")
+        for path, lines in by_path.items():
+            more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
+            self.catalog.set_problem(path, f"{VECTOR_PROBLEM}{lines[0]}{more}")
+        # Asked once, not per path: a reconcile stores thousands of paths with no problem.
+        reported = {p for p, m in self.catalog.problems().items() if m.startswith(VECTOR_PROBLEM)}
+        for path in reported.intersection(paths) - by_path.keys():
+            self.catalog.clear_problem(path, VECTOR_PROBLEM)
 
     # -- searching -----------------------------------------------------------------------------
 
@@ -345,9 +440,12 @@ class VectorIndex:
         key = (self.catalog.generation, self._version)
         if self._coverage is None or self._coverage[0] != key:
             held = self.cache.stored(self.model_id)
+            refused = self.cache.refused(self.model_id)
             rows = self.catalog.chunk_hashes()
             done = sum(1 for cid, _, digest in rows if held.get(cid) == digest)
-            self._coverage = (key, (done, len(rows)))
+            # Refused chunks are settled, not missing: a note with one leaves the rest complete.
+            left_out = sum(1 for cid, _, digest in rows if refused.get(cid, ("",))[0] == digest)
+            self._coverage = (key, (done, len(rows) - left_out), left_out)
         return self._coverage[1]
 
     def drift(self, chunk_ids: set[str]) -> tuple[set[str], set[str]] | None:
@@ -377,7 +475,18 @@ class VectorIndex:
             )
         if self.last_error:
             notes.append(f"vector: last embedding failed: {self.last_error}")
+        refused = self._refused_count()
+        if refused:
+            notes.append(
+                f"vector: {refused} chunk(s) refused by the model or the store, found by "
+                "keyword only (`reme status` lists them)"
+            )
         return notes
+
+    def _refused_count(self) -> int:
+        """Chunks of the catalog left out as refused (counted with ``coverage``)."""
+        self.coverage()
+        return self._coverage[2] if self._coverage is not None else 0
 
     def status(self) -> dict[str, Any]:
         state = "unavailable" if self.error else ("building" if self.building else "ready")
@@ -392,6 +501,7 @@ class VectorIndex:
             "total": total,
             "reason": self.error,
             "last_error": self.last_error,
+            "refused": self._refused_count(),
             **{f"store_{k}": v for k, v in self.store.stats().items()},
         }
 
