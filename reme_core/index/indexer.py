@@ -314,9 +314,9 @@ class Indexer:
             resolver = self._link_resolver()
             known = self.catalog.hashes()
             clock = time.time_ns()
-            gone = {p for p in removed if self.in_scope(p)}
-            todo: dict[str, bytes] = {}
-            stats: dict[str, FileStat | None] = {}
+            changed, removed = list(changed), list(removed)
+            # A name that is not UTF-8 (the watcher hands it over as the OS gave it) is never
+            # read: it is a problem while it exists, forgotten once it is gone.
             odd = {p for p in (*changed, *removed) if unnamable(p)}
             odd_report: dict[str, str] = {}
             if odd:
@@ -324,7 +324,9 @@ class Indexer:
                     [p for p in odd if _stat(self.paths.root / p) is not None], gone=odd
                 )
                 changed = [p for p in changed if p not in odd]
-                gone -= odd
+            gone = {p for p in removed if p not in odd and self.in_scope(p)}
+            todo: dict[str, bytes] = {}
+            stats: dict[str, FileStat | None] = {}
             for path in dict.fromkeys(changed):
                 if not self.in_scope(path):
                     continue

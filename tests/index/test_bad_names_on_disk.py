@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from watchdog.events import FileCreatedEvent, FileDeletedEvent
 
 from reme_core.index.indexer import UNNAMABLE
+from reme_core.index.watcher import Watcher
 from tests.server.api_support import BASE_URL, Served, served
 
 RAW = b"digest/wiki/latin1-\xe9t\xe9.md"
@@ -73,3 +75,20 @@ def test_a_renamed_file_is_indexed_and_its_problem_forgotten(tmp_path: Path) -> 
         assert report.problems == {} and "digest/wiki/latin1.md" in report.indexed
         assert api.post("status").json()["problems"] == {}
         assert api.post("search", {"query": "zebracorn"}).json()["hits"]
+
+
+def test_the_watcher_reports_it_and_forgets_it_once_deleted(tmp_path: Path) -> None:
+    with served(tmp_path) as api:
+        reme = api.registry.get("default")
+        reme.index()
+        watcher = Watcher(api.project, reme.indexer.update, debounce=3600)  # flushed by hand
+        _make(api.project)
+        full = os.fsencode(api.project) + b"/" + RAW
+        watcher.on_any_event(FileCreatedEvent(os.fsdecode(full)))
+        watcher.flush()
+        assert watcher.errors == []
+        assert reme.status()["problems"] == {SHOWN: UNNAMABLE}
+        os.unlink(full)
+        watcher.on_any_event(FileDeletedEvent(os.fsdecode(full)))
+        watcher.flush()
+        assert watcher.errors == [] and reme.status()["problems"] == {}
