@@ -73,6 +73,11 @@ def test_opening_an_old_history_rewrites_it_without_refused_content(tmp_path: Pa
     assert git(history, "log", "--format=%s|%aI|%cI") == before
     assert [e.files for e in entries][1] == ["digest/wiki/plan.md"]
     assert "+Ship it on Friday." in opened.diff(entries[1].run)[0]
+    # Every commit's tree (the first listed whole, the later ones from their changes) holds
+    # exactly the served notes.
+    for commit in ("HEAD", "HEAD~1", "HEAD~2"):
+        names = git(history, "ls-tree", "-r", "--name-only", commit).split()
+        assert names == ["digest/wiki/keys.md", "digest/wiki/plan.md"], commit
     assert git(history, "config", "--get", CONFINED_KEY).strip() == "true"
     assert git(history, "reflog").strip() == ""
     # The index follows the rewritten branch: the next snapshot finds only real changes.
