@@ -57,7 +57,9 @@ def router(studio: Studio) -> APIRouter:
         try:
             written = await here.op("write", path=path, content=content, create_only=True)
         except OpFailed as exc:
-            if exc.status >= 500 or exc.status in (401, 403):
+            # The token's refusal is the error page; a refused path (outside the workspace,
+            # a bad name or suffix) is the form again, with what was typed kept.
+            if exc.status >= 500 or exc.kind in ("Forbidden", "Unauthorized"):
                 raise
             return here.render("new.html", exc.status, path=path, content=content, error=exc)
         return back_to(here, "/studio/browse", path=written["path"], saved="1")

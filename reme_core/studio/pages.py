@@ -32,6 +32,18 @@ def router(studio: Studio) -> APIRouter:
     async def page(request: Request) -> Page:
         return await open_page(studio, request)
 
+    async def page_for(request: Request, operation: str, doing: str) -> Page:
+        """A page whose only purpose is ``operation`` (a form that changes a note): a token
+        that may not call it gets a 403 page here, not a form whose button then fails."""
+        here = await page(request)
+        if not here.may(operation):
+            raise OpFailed(
+                403,
+                "Forbidden",
+                f"{doing} needs a token that may call {operation!r}; yours is {here.profile!r}",
+            )
+        return here
+
     @pages.get("/")
     @pages.get("/studio")
     @pages.get("/studio/browse")
@@ -66,7 +78,7 @@ def router(studio: Studio) -> APIRouter:
 
     @pages.get("/studio/edit")
     async def edit(request: Request, path: Text) -> Response:
-        here = await page(request)
+        here = await page_for(request, "write", "editing a note")
         read = await here.op("read", path=path, end_line=None)
         if read["truncated"]:
             raise OpFailed(
@@ -82,21 +94,21 @@ def router(studio: Studio) -> APIRouter:
 
     @pages.get("/studio/new")
     async def new(request: Request, folder: Text = "") -> Response:
-        here = await page(request)
+        here = await page_for(request, "write", "making a note")
         folder = folder.strip("/")
         suggestion = f"{folder}/new-note.md" if folder else "digest/wiki/new-note.md"
         return here.render("new.html", path=suggestion, content="# New note\n", error=None)
 
     @pages.get("/studio/move")
     async def move(request: Request, path: Text) -> Response:
-        here = await page(request)
+        here = await page_for(request, "move", "moving a note")
         stat = await here.op("stat", path=path)
         links = await _links(here, stat["path"])
         return here.render("move.html", stat=stat, inbound=links["inbound"], error=None)
 
     @pages.get("/studio/delete")
     async def delete(request: Request, path: Text) -> Response:
-        here = await page(request)
+        here = await page_for(request, "delete", "deleting a note")
         stat = await here.op("stat", path=path)
         links = await _links(here, stat["path"])
         dangling = sorted({link["source"] for link in links["inbound"]} - {stat["path"]})
@@ -196,11 +208,7 @@ def router(studio: Studio) -> APIRouter:
 
     @pages.get("/studio/history/revert")
     async def revert_preview(request: Request, run: Text) -> Response:
-        here = await page(request)
-        if not here.may("revert"):
-            raise OpFailed(
-                403, "Forbidden", f"reverting needs an admin token; yours is {here.profile!r}"
-            )
+        here = await page_for(request, "revert", "reverting a change")
         found = await here.op("revert", run=run, dry_run=True)
         return here.render("revert.html", plan=found["plan"], error=None)
 

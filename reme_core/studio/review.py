@@ -60,6 +60,11 @@ async def decide(here: Page, action: str, ids: list[str], verb: str, reason: str
         raise OpFailed(404, "NotFoundError", "this server has no review queue")
     payload: dict[str, Any] = {"ids": ids} if ids else {"verb": verb}
     if action == "reject":
+        if not reason:  # the operation needs one: say so in words, not as a schema error
+            refused = OpFailed(
+                422, "ReasonNeeded", "rejecting needs a reason: say why the change is wrong"
+            )
+            return await review_page(here, verb, error=refused)
         payload["reason"] = reason
     try:
         result = await here.op(f"review_{action}", **payload)

@@ -208,7 +208,7 @@ def test_a_read_token_sees_no_write_controls_and_its_forged_posts_are_refused(
         assert "profile is &#39;read&#39;" in response.text
     assert disk(api, NOTE) == before
     assert not (api.project / "digest/wiki/pwned.md").exists()
-    assert client.get(f"/studio/edit?path={NOTE}").status_code == 200  # reading is allowed
+    assert client.get(f"/studio/edit?path={NOTE}").status_code == 403  # issue 20, defect 11
     assert client.get("/studio/history/revert?run=abcdef1").status_code == 403
 
 
