@@ -76,10 +76,11 @@ def operation_router(registry: WorkspaceRegistry) -> APIRouter:
 
 
 def _endpoint(op: Operation, model: type[Input], registry: WorkspaceRegistry) -> Any:
-    def guard(found: Annotated[Caller, Depends(caller)]) -> Caller:
+    def guard(request: Request, found: Annotated[Caller, Depends(caller)]) -> Caller:
         # A dependency runs before the body is validated: a read token is told it may not
         # delete, not that its delete request was malformed.
         authorize(registry, found.principal, found.workspace, op.profile)
+        json_body(request)
         return found
 
     optional = all(not f.is_required() for f in model.model_fields.values())
@@ -118,6 +119,24 @@ def _endpoint(op: Operation, model: type[Input], registry: WorkspaceRegistry) ->
     )
     endpoint.__name__ = f"op_{op.name}"
     return endpoint
+
+
+def json_body(request: Request) -> None:
+    """Refuse a body not sent as JSON, naming the header: without it the body is not parsed,
+    and the schema error that follows ("Input should be a valid dictionary") hides why."""
+    headers = request.headers
+    if headers.get("content-length", "0") == "0" and "transfer-encoding" not in headers:
+        return  # no body: operations whose fields are all optional take none
+    given = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if given == "application/json" or given.endswith("+json"):
+        return
+    sent = f"Content-Type: {given}" if given else "no Content-Type header"
+    raise ApiError(
+        415,
+        "UnsupportedMediaType",
+        f"the body must be JSON sent with the header Content-Type: application/json "
+        f"(this request has {sent})",
+    )
 
 
 def _description(op: Operation) -> str:
