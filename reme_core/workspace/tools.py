@@ -78,6 +78,29 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+def prune_empty_folders(root: Path, rel: str) -> list[str]:
+    """Remove the folders above ``rel`` (a file just deleted or moved away) that it left empty,
+    deepest first, stopping at the first one still holding anything and never removing the
+    workspace's own skeleton (``layout.FOLDERS`` and their parents). Returns what it removed."""
+    from reme_core.workspace.layout import FOLDERS  # layout builds on this module
+
+    kept = {""} | {
+        "/".join(f.split("/")[: i + 1]) for f in FOLDERS for i in range(f.count("/") + 1)
+    }
+    removed: list[str] = []
+    folder = os.path.dirname(rel)
+    while folder not in kept:
+        try:
+            os.rmdir(root / folder)  # refuses a folder that is not empty: that is the stop
+        except OSError:
+            break
+        removed.append(folder)
+        folder = os.path.dirname(folder)
+    if removed:
+        _fsync_dir(root / folder if folder else root)
+    return removed
+
+
 def atomic_write(path: Path, data: bytes) -> None:
     """Write via a temp file in the same folder, fsync, rename, fsync the folder."""
     folder = path.parent
@@ -564,6 +587,7 @@ class FileTools:
             self._write_bytes(dst_rel, dst_abs, moved_data)
             os.unlink(src_abs)
             _fsync_dir(src_abs.parent)
+            prune_empty_folders(self.root, src_rel)
             self._record("move", src_rel, to=dst_rel, before_hash=before, after_hash=after)
             rewritten: list[str] = []
             for source, (source_abs, source_before, new_data) in sorted(plan.items()):
@@ -588,6 +612,7 @@ class FileTools:
             )
             os.unlink(absolute)
             _fsync_dir(absolute.parent)
+            prune_empty_folders(self.root, rel)
             self._record("delete", rel, before_hash=before)
             self._notify([], [rel])
         return DeleteResult(path=rel, content_hash=before, inbound=inbound)
