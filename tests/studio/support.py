@@ -105,10 +105,12 @@ def build_workspace(root: Path) -> dict[str, str]:
         reme.files.write(CONFLICT_NOTE, CONFLICT_TEXT)
         (root / PROBLEM_FILE).write_bytes(b"%PDF-1.4\x00\x01\x02 not a note\n")
         reme.history.snapshot()
-        reme.files.write(
-            RUN_NOTE, "---\nname: Tagged by a run\ntags: [demo]\n---\n# Tagged\n\nMade by a run.\n"
-        )
-        run = reme.history.record(RUN_MESSAGE)
+        with reme.history.batch():  # as a pipeline run does: its writes are one entry
+            reme.files.write(
+                RUN_NOTE,
+                "---\nname: Tagged by a run\ntags: [demo]\n---\n# Tagged\n\nMade by a run.\n",
+            )
+            run = reme.history.record(RUN_MESSAGE)
         assert run is not None
         made["run"] = run
         if "review_list" in OPERATIONS:
