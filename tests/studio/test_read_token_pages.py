@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from reme_core.server.workspaces import DEFAULT
 from tests.server.api_support import Served, served
 from tests.studio.test_routes import NOTE, browser
 
@@ -61,3 +62,18 @@ def test_no_page_links_a_read_token_to_them(api: Served, url: str) -> None:
     for target in ("/studio/edit", "/studio/new", "/studio/move", "/studio/delete"):
         assert target not in html, (url, target)
     assert "/studio/history/revert" not in html
+
+
+def test_the_status_page_shows_a_read_token_no_server_paths(api: Served) -> None:
+    # Issue 20, defect 12: a failed write's message names the file by its absolute path.
+    root = str(api.registry.get(DEFAULT).root)
+    failed = f"[Errno 13] Permission denied: '{root}/digest/wiki/locked.md'"
+    api.registry.record_error(DEFAULT, "write", PermissionError(failed))
+    api.registry.record_error(DEFAULT, "vectors", "cannot open /var/lib/reme-cache/model.bin")
+    for url in ("/studio/status", "/studio/status/live"):
+        shown = browser(api, "read").get(url).text
+        assert root not in shown and "/var/lib" not in shown
+        assert "Permission denied: &#39;digest/wiki/locked.md&#39;" in shown
+        assert "cannot open &lt;server path&gt;" in shown
+    admin = browser(api).get("/studio/status").text
+    assert f"{root}/digest/wiki/locked.md" in admin  # the owner sees where it is
