@@ -268,10 +268,11 @@ def _is_date(path: str) -> bool:
 async def _note(here: Page, path: str) -> dict[str, Any]:
     read = await here.op("read", path=path)
     stat = await here.op("stat", path=read["path"])
+    # Every note has backlinks: a Markdown note's [[resource/scan.txt]] links a text file too.
+    links = await _links(here, read["path"])
     note: dict[str, Any] = {"read": read, "stat": stat, "html": None, "text": None}
+    note["links"] = links
     if read["path"].lower().endswith(NOTE_SUFFIXES):
-        links = await _links(here, read["path"])
-        note["links"] = links
         content = read["content"]
         block = (
             split_frontmatter(content, read["path"]) if stat["frontmatter"] is not None else None
@@ -279,7 +280,6 @@ async def _note(here: Page, path: str) -> dict[str, Any]:
         body = content[block.body_start :] if block is not None else content
         note["html"] = render_note(body, read["path"], links["outbound"], here.note)
     else:
-        note["links"] = {"outbound": [], "inbound": [], "unavailable": None}
         note["text"] = read["content"]
     return note
 
