@@ -102,6 +102,8 @@ def _text(response: SearchResponse) -> str:
         f"arms: {', '.join(response.arms)}"
         + (f"  degraded: {response.degraded}" if response.degraded else "")
     ]
+    if response.meaning_only and response.hits:
+        lines.append("no note holds a word of the query: these hits are by meaning only")
     if not response.hits:
         lines.append("no hits")
     for hit in response.hits:

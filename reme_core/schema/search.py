@@ -72,3 +72,7 @@ class SearchResponse(BaseModel):
     """The arms that ran, e.g. ``["keyword"]`` or ``["keyword", "vector"]``."""
     degraded: list[str] = Field(default_factory=list)
     """Arms that were configured but could not run, with the reason."""
+    meaning_only: bool = False
+    """The keyword arm ran and no note holds any word of the query, so every hit was found by
+    the vector arm alone: the nearest notes in meaning, which may be nothing relevant (a
+    nonsense query still has nearest neighbours)."""

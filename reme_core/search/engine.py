@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from reme_core.settings import SearchConfig
 
 MAX_LIMIT = 200
+KEYWORD_ARM = "keyword"
 
 
 class Searcher:
@@ -109,6 +110,7 @@ class Searcher:
             linked=linked,
             arms=list(results),
             degraded=[*self.degraded, *degraded],
+            meaning_only=_meaning_only(results),
         )
 
     def rank_arms(
@@ -153,3 +155,10 @@ class _Inline:
 
     def result(self) -> list[tuple[str, float]]:
         return self._arm.rank(*self._args)
+
+
+def _meaning_only(results: dict[str, list[tuple[str, float]]]) -> bool:
+    """The keyword arm ran and matched nothing while another arm returned candidates."""
+    if KEYWORD_ARM not in results or results[KEYWORD_ARM]:
+        return False
+    return any(hits for arm, hits in results.items() if arm != KEYWORD_ARM)

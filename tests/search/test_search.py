@@ -321,3 +321,62 @@ def test_link_expansion_caps_each_direction(reme: Reme) -> None:
     capped = linked_with(1)
     assert sorted(n.direction for n in capped) == ["inbound", "outbound"]
     assert linked_with(0) == []
+
+
+# -- hits found by meaning alone ---------------------------------------------------------------
+
+
+class EverythingArm:
+    """A vector arm stand-in: every allowed chunk is somewhat near, as with real embeddings."""
+
+    name = "vector"
+
+    def rank(
+        self, query: str, limit: int, allowed_ids: set[str], filters: SearchFilters
+    ) -> list[tuple[str, float]]:
+        return [(chunk_id, 0.5) for chunk_id in sorted(allowed_ids)[:limit]]
+
+
+def hybrid(reme: Reme) -> Searcher:
+    return Searcher(
+        reme.catalog,
+        [KeywordArm(reme.keyword), EverythingArm()],
+        {"keyword": 0.7, "vector": 0.3},
+        reme.settings.search,
+        graph=reme.graph,
+        tags=reme.tags,
+    )
+
+
+def test_hits_without_any_keyword_match_are_flagged_meaning_only(reme: Reme) -> None:
+    response = hybrid(reme).search("zzzxqv", expand=False)
+    assert response.hits, "the vector arm always has nearest neighbours"
+    assert response.meaning_only is True
+
+
+def test_a_keyword_match_is_not_meaning_only(reme: Reme) -> None:
+    assert hybrid(reme).search("postgres", expand=False).meaning_only is False
+    # Keyword-only: nothing found is just no hits, not a meaning-only answer.
+    response = reme.search("zzzxqv")
+    assert response.hits == [] and response.meaning_only is False
+
+
+def test_the_cli_and_the_studio_say_when_hits_are_by_meaning_only(reme: Reme) -> None:
+    import types
+
+    import jinja2
+
+    from reme_core.cli.search_cmd import _text
+    from reme_core.studio import web
+    from reme_core.studio.render import highlight
+
+    response = hybrid(reme).search("zzzxqv", expand=False)
+    keyword_match = hybrid(reme).search("postgres", expand=False)
+    assert "by meaning only" in _text(response)
+    assert "by meaning only" not in _text(keyword_match)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(web.HERE / "templates"))
+    env.filters["highlight"] = highlight
+    results = env.get_template("_search_results.html")
+    page = types.SimpleNamespace(note=lambda path: f"/studio/note?path={path}")
+    assert "found by meaning alone" in results.render(result=response, page=page)
+    assert "found by meaning alone" not in results.render(result=keyword_match, page=page)
