@@ -208,12 +208,12 @@ class RemoteReme:
         return SearchResponse.model_validate(self.client.call("search", payload))
 
     def run(self, pipeline: str, params: dict[str, Any] | None = None) -> PipelineResult:
-        if pipeline not in PIPELINE_OPERATIONS:
-            raise ServerError(
-                f"pipeline {pipeline!r} has no server operation; stop the server or run one of "
-                + ", ".join(PIPELINE_OPERATIONS)
-            )
-        return PipelineResult.model_validate(self.client.call(pipeline, params or {}))
+        """A pipeline with its own operation goes through it (a write token may call
+        auto_memory); any other configured one through ``run`` (admin)."""
+        if pipeline in PIPELINE_OPERATIONS:
+            return PipelineResult.model_validate(self.client.call(pipeline, params or {}))
+        payload = {"pipeline": pipeline, "params": params or {}}
+        return PipelineResult.model_validate(self.client.call("run", payload))
 
     def status(self) -> dict[str, Any]:
         return self.client.call("status", {})

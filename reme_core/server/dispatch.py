@@ -23,10 +23,18 @@ from reme_core.service.operations import OPERATIONS, Input, Operation, Profile, 
 log = logging.getLogger("reme.server")
 
 RECORDED = frozenset(
-    {"auto_memory", "auto_memory_cc", "auto_resource", "dream", "reindex", "memory_summarize"}
+    {
+        "auto_memory",
+        "auto_memory_cc",
+        "auto_resource",
+        "dream",
+        "run",
+        "reindex",
+        "memory_summarize",
+    }
 )
 """Operations whose runs ``/status`` lists (pipelines and maintenance)."""
-SERIAL = frozenset({"auto_memory", "auto_memory_cc", "auto_resource", "dream"})
+SERIAL = frozenset({"auto_memory", "auto_memory_cc", "auto_resource", "dream", "run"})
 """Pipelines: one run at a time per workspace (their usage counters assume it)."""
 
 
@@ -87,7 +95,9 @@ def run_operation(
 
 def _call(registry: WorkspaceRegistry, workspace: str, op: Operation, given: Input) -> Any:
     started = time.time()
-    serial = registry.serial(workspace, op.name) if op.name in SERIAL else nullcontext()
+    # `run` takes the named pipeline's lock, so it never overlaps an API or scheduled run of it.
+    key = getattr(given, "pipeline", op.name) if op.name == "run" else op.name
+    serial = registry.serial(workspace, key) if op.name in SERIAL else nullcontext()
     try:
         with serial, registry.use(workspace) as reme:
             result = op.call(reme, given)

@@ -284,6 +284,22 @@ class EmptyInput(Input):
     pass
 
 
+class PipelineRunInput(Input):
+    pipeline: str = Field(min_length=1)
+    """A configured pipeline (``pipelines.<name>``), e.g. auto_tag or a custom one."""
+    params: dict[str, Any] = Field(default_factory=dict)
+    """Its parameters, as ``reme run --param`` gives them."""
+
+
+def _run(reme: Reme, given: PipelineRunInput) -> Any:
+    # Any configured pipeline, so `reme run NAME` works through a running server; admin only,
+    # since a pipeline's steps may move or delete notes.
+    if given.pipeline not in reme.settings.pipelines:
+        known = ", ".join(sorted(reme.settings.pipelines))
+        raise NotFoundError(f"pipeline {given.pipeline!r} is not configured (known: {known})")
+    return reme.run(given.pipeline, given.params)
+
+
 def _pipeline(name: str) -> Callable[[Reme, Input], Any]:
     def run(reme: Reme, given: Input) -> Any:
         if name not in reme.settings.pipelines:
@@ -747,6 +763,14 @@ OPERATIONS: dict[str, Operation] = {
             EmptyInput,
             _reindex,
             idempotent=True,
+        ),
+        Operation(
+            "run",
+            "admin",
+            "Run any configured pipeline by name with its parameters (as `reme run`).",
+            PipelineRunInput,
+            _run,
+            destructive=True,
         ),
         *MEMORY_OPERATIONS,
         *REVIEW_OPERATIONS,

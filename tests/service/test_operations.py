@@ -34,7 +34,7 @@ def test_the_issue_lists_every_operation_with_its_profile():
             "write",
         ),
         **dict.fromkeys(["memory_add", "memory_update", "memory_summarize"], "write"),
-        **dict.fromkeys(["move", "delete", "dream", "reindex"], "admin"),
+        **dict.fromkeys(["move", "delete", "dream", "run", "reindex"], "admin"),
         **dict.fromkeys(["memory_delete", "memory_delete_all"], "admin"),
         **dict.fromkeys(["review_list", "review_show"], "read"),
         **dict.fromkeys(["links", "history", "history_show"], "read"),
@@ -51,6 +51,7 @@ def test_the_issue_lists_every_operation_with_its_profile():
         "memory_delete_all",
         "review_approve",
         "revert",
+        "run",
     }
 
 
