@@ -4,7 +4,11 @@
 
 1. Every probe of tests/adversarial/probes.py over HTTP (admin and read tokens) and MCP:
    tried / refused / answered harmlessly / leaked / changed disk / 5xx. Leaked must be 0.
-2. Glob bombs ``**?`` * k + ``Z`` against one 70-character path: the linear matcher beside the
+2. Issue 20's families (tests/adversarial/families.py) on a second server whose log is kept:
+   the history read by a read token in a hostile workspace, ``?token=`` logins, hostile names,
+   a non-UTF-8 name on disk, malformed Host headers, /docs offline, tokens in the log. Per
+   family: probes / leaked / changed disk (or the session) wrongly / 5xx; all must be 0.
+3. Glob bombs ``**?`` * k + ``Z`` against one 70-character path: the linear matcher beside the
    former regex translation (the baseline) in the same run, as a ratio. The regex side stops
    growing k once one match takes over 5 s (it doubles, roughly, with each k).
 """
@@ -21,6 +25,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from reme_core.workspace.globs import Glob  # noqa: E402
+from tests.adversarial import families as F  # noqa: E402
+from tests.adversarial import families_web as W  # noqa: E402
 from tests.adversarial import probes as P  # noqa: E402
 from tests.adversarial.test_properties import reference_regex  # noqa: E402
 
@@ -38,6 +44,17 @@ def probe_table() -> str:
             for line in P.failures(outcomes):
                 print(f"FAILED ({surface}): {line}")
         return P.summary(rows)
+
+
+def family_table() -> str:
+    with tempfile.TemporaryDirectory() as folder:
+        log = Path(folder) / "server.log"
+        with P.served(Path(folder) / "families", log=log) as target:
+            found = W.run_all(target, log)
+    for family in found:
+        for line in family.failures:
+            print(f"FAILED ({family.name}): {line}")
+    return F.table(found)
 
 
 def glob_timings(max_k: int) -> str:
@@ -70,6 +87,8 @@ def main() -> None:
     args = parser.parse_args()
     print("## Probes against reme serve\n")
     print(probe_table())
+    print("\n## Issue 20 probe families against reme serve\n")
+    print(family_table())
     print("\n## Glob bombs: linear matcher vs the former regex (same run)\n")
     print(glob_timings(args.max_k))
 

@@ -250,16 +250,25 @@ def _serve_command(workspace: Path) -> list[str]:
 
 
 @contextmanager
-def served(base: Path) -> Iterator[Target]:
-    """A real `reme serve` subprocess (keyword search) over the prepared workspace."""
+def served(base: Path, log: Path | None = None) -> Iterator[Target]:
+    """A real `reme serve` subprocess (keyword search) over the prepared workspace.
+
+    With ``log``, the server runs at log level info (uvicorn's access log included) and its
+    stdout and stderr go to that file, for the probes that read what it logs."""
     from reme_core.server.auth import TokenStore
     from reme_core.server.discovery import read_discovery
 
     workspace, outside = prepare(base)
+    if log is not None:
+        # The admin token exists before this start, as on every start but the first: only the
+        # start that creates it may print it (issue 20, defect 7), so the log must not hold it.
+        TokenStore(workspace / ".reme").ensure_local_token()
+    # A file, not a pipe, when the server logs every request: a pipe nobody reads fills up.
+    sink = log.open("w") if log is not None else None
     process = subprocess.Popen(
-        [*_serve_command(workspace), "--log-level", "warning"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        [*_serve_command(workspace), "--log-level", "info" if log else "warning"],
+        stdout=sink or subprocess.DEVNULL,
+        stderr=sink or subprocess.PIPE,
         text=True,
         env={**os.environ, **KEYWORD_ONLY_ENV},
     )
@@ -267,7 +276,8 @@ def served(base: Path) -> Iterator[Target]:
         deadline = time.monotonic() + 60
         while (found := read_discovery(workspace)) is None:
             if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"reme serve did not start: {process.communicate()[1]}")
+                said = log.read_text() if log else process.communicate()[1]
+                raise RuntimeError(f"reme serve did not start: {said}")
             time.sleep(0.05)
         state = workspace / ".reme"
         admin = (state / "token").read_text().strip()
@@ -281,6 +291,8 @@ def served(base: Path) -> Iterator[Target]:
             process.wait(30)
         except subprocess.TimeoutExpired:
             process.kill()
+        if sink is not None:
+            sink.close()
 
 
 def _hash_values(data: Any) -> list[str]:
