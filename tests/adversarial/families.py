@@ -44,7 +44,7 @@ class Family:
         text: str,
         canaries: list[str],
         *,
-        changed=False,
+        changed: bool = False,
         refused: bool | None = None,
     ) -> None:
         """One probe's answer: ``refused`` None means any answer below 500 will do."""
