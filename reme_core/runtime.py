@@ -106,6 +106,8 @@ class Reme:
         )
         self.vectors = self._build_vectors(context)
         self.indexer.vectors = self.vectors
+        self.embedding_state: str | None = None
+        """Set by ``warm_up``: warming, ready, or why it failed (None: never warmed)."""
         if self.vectors is not None:
             # While the drift seal says the store matched the catalog, a vector pass has
             # nothing to compare; one that finds nothing to do says so to the seal.
@@ -288,6 +290,23 @@ class Reme:
         watcher.start()
         return watcher
 
+    def warm_up(self) -> bool:
+        """Load the embedding model now by embedding one short query, so the first search
+        after a start does not wait for it (`reme serve` calls this on a thread once it is
+        up). False when there is no vector arm to warm. A failure is raised and kept in
+        ``status()``; the model then loads on the first search, as without a warm-up."""
+        if self.vectors is None or not self.vectors.available:
+            return False
+        self.embedding_state = "warming"
+        try:
+            embedding = self.vectors.embedding
+            embedding.embed_query(embedding.truncate("warm up"))
+        except Exception as exc:
+            self.embedding_state = f"failed: {exc}"
+            raise
+        self.embedding_state = "ready"
+        return True
+
     def links(self, path: str) -> dict[str, list[Link]]:
         """Links written in ``path`` (resolved or not) and resolved links from other notes to it."""
         if self.graph is None:
@@ -322,6 +341,7 @@ class Reme:
             "keyword_index": {"name": self.keyword.name, **self.keyword.stats()},
             "vectors": (
                 self.vectors.status()
+                | ({"embedding": self.embedding_state} if self.embedding_state else {})
                 if self.vectors is not None
                 else {"state": "off", "reason": "components.embedding is null"}
             ),

@@ -155,6 +155,7 @@ class Server:
                 on_startup.append(scheduler.start)
                 on_shutdown.append(scheduler.stop)
         on_startup.append(self._publish)
+        on_startup.append(self._start_warm_up)
         return create_app(
             self.settings,
             self.registry,
@@ -207,6 +208,22 @@ class Server:
             )
         self.echo(f"studio: {self._studio_line(token_file)}")
         self.ready.set()
+
+    def _start_warm_up(self) -> None:
+        """Load the default workspace's embedding model on a thread once the server is up:
+        the start is not delayed, and the first search does not wait seconds for the model."""
+        threading.Thread(target=self._warm_up, name="reme-warm-up", daemon=True).start()
+
+    def _warm_up(self) -> None:
+        try:
+            with self.registry.use(DEFAULT) as reme:
+                reme.warm_up()
+        except Exception as exc:  # the search arm loads lazily instead: never stop the server
+            if not self._stopping.is_set():
+                self.echo(
+                    f"warning: warming the embedding model failed ({exc}); it loads on "
+                    "the first search instead"
+                )
 
     def _studio_line(self, token_file: Path) -> str:
         """The studio's address. The login URL carries the admin token only on the start that
