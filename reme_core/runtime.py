@@ -89,6 +89,7 @@ class Reme:
             self.root,
             journal=self.journal,
             on_change=self._on_change,
+            before_remove=self.history.keep_before_removal,
             # Without a graph, the file tools find inbound links by reading the notes.
             inbound_lookup=self._inbound_sources if self.graph is not None else None,
             max_read_bytes=settings.files.max_read_bytes,

@@ -215,6 +215,23 @@ class History:
             _log.warning("history: could not commit %s: %s", [*changed, *removed], exc)
             return None
 
+    def keep_before_removal(self, path: str) -> None:
+        """Commit ``path`` as it is now if the history does not hold that text (it was edited
+        outside reme since), so reverting its delete or move brings back what was deleted."""
+        try:
+            with self._lock:
+                self.ensure()
+                if not self._has_head():  # the baseline still holds it
+                    self._stage_served()
+                    self._commit(BASELINE)
+                elif (held := history_text(self.root, path)) is not None:
+                    blob = self._git("hash-object", "--stdin", "--no-filters", stdin=held[0])
+                    if blob.stdout.strip() not in self._git("ls-tree", "HEAD", "--", path).stdout:
+                        self._stage_paths([path])
+                        self._commit(f"{SNAPSHOT}: {path}, kept before reme removed it")
+        except HistoryError as exc:
+            _log.warning("history: could not keep %s before removing it: %s", path, exc)
+
     def _last_op(self, path: str) -> str | None:
         """The op of the journal's newest entry, when it is about ``path`` (read from the
         file's end: the journal only grows)."""

@@ -52,6 +52,9 @@ LS_MAX_ENTRIES = 2000
 
 OnChange = Callable[[list[str], list[str]], None]
 InboundLookup = Callable[[str], list[str]]
+BeforeRemove = Callable[[str], None]
+"""Called with a note about to be deleted or moved away, so its current text (edited outside
+reme, say) can be kept first."""
 
 
 def split_lines(text: str) -> list[str]:
@@ -132,6 +135,7 @@ class FileTools:
         *,
         journal: Journal,
         on_change: OnChange | None = None,
+        before_remove: BeforeRemove | None = None,
         inbound_lookup: InboundLookup | None = None,
         allowed_paths: Sequence[str] | None = None,
         max_read_bytes: int = 51200,
@@ -142,6 +146,7 @@ class FileTools:
         self.root = self.paths.root
         self.journal = journal
         self.on_change = on_change
+        self.before_remove = before_remove
         self.inbound_lookup = inbound_lookup
         self.max_read_bytes = max_read_bytes
         self.max_file_bytes = max_file_bytes
@@ -244,6 +249,10 @@ class FileTools:
 
     def _record(self, op: JournalOp, rel: str, **kw: Any) -> None:
         self.journal.record(op, rel, actor=self.actor, **kw)
+
+    def _keep(self, rel: str) -> None:
+        if self.before_remove is not None:
+            self.before_remove(rel)
 
     def _notify(self, changed: list[str], removed: list[str]) -> None:
         if self.on_change is not None:
@@ -584,6 +593,7 @@ class FileTools:
             moved_data = moved_text.encode("utf-8")
             after = content_hash(moved_data)
 
+            self._keep(src_rel)
             self._write_bytes(dst_rel, dst_abs, moved_data)
             os.unlink(src_abs)
             _fsync_dir(src_abs.parent)
@@ -610,6 +620,7 @@ class FileTools:
             inbound = sorted(
                 s for s in self._inbound(rel) if s != rel and (self.root / s).is_file()
             )
+            self._keep(rel)
             os.unlink(absolute)
             _fsync_dir(absolute.parent)
             prune_empty_folders(self.root, rel)

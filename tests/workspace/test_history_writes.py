@@ -58,6 +58,29 @@ def test_a_deleted_notes_text_is_restored_by_reverting_its_delete(reme: Reme) ->
     assert [h.path for h in reme.search("larkspur").hits] == [NOTE]
 
 
+def test_an_outside_edit_is_kept_before_reme_deletes_the_note(reme: Reme) -> None:
+    call(reme, "write", path=NOTE, content=TEXT)
+    edited = TEXT + "\nAdded in an editor, never through reme.\n"
+    (reme.root / NOTE).write_text(edited)
+    call(reme, "delete", path=NOTE)
+    entries = call(reme, "history")["entries"]
+    assert entries[0]["message"] == f"reme: delete {NOTE}"
+    assert entries[1]["kind"] == "snapshot" and entries[1]["files"] == [NOTE]
+    call(reme, "revert", run=entries[0]["run"])
+    assert (reme.root / NOTE).read_text() == edited  # what was deleted, not reme's last write
+    # An unchanged note adds no snapshot before its delete.
+    call(reme, "delete", path=NOTE)
+    assert call(reme, "history")["entries"][0]["message"] == f"reme: delete {NOTE}"
+    assert call(reme, "history")["entries"][1]["message"].startswith('Revert "')
+
+
+def test_a_note_made_outside_reme_is_kept_before_its_first_move(reme: Reme) -> None:
+    (reme.root / "digest" / "wiki" / "outside.md").write_text("# Outside\n")
+    call(reme, "move", src="digest/wiki/outside.md", dst="digest/wiki/moved.md")
+    entries = call(reme, "history")["entries"]
+    assert "digest/wiki/outside.md" in entries[-1]["files"]  # the baseline holds it
+
+
 def test_a_move_is_one_entry_naming_both_paths(reme: Reme) -> None:
     call(reme, "write", path=NOTE, content=TEXT)
     call(reme, "move", src=NOTE, dst="digest/wiki/moved.md")
