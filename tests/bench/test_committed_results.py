@@ -26,6 +26,21 @@ def test_there_are_committed_results() -> None:
 
 
 @pytest.mark.parametrize("result", RESULTS, ids=lambda p: str(p.relative_to(REPO).parent))
+def test_a_committed_result_installs_elsewhere(result: Path) -> None:
+    """Every recorded plugin says whether it took part and where another machine installs it
+    from: no file: URL, no absolute path (of a temporary build folder or of this checkout)."""
+    for pin in RunResult.read(result).manifest.plugins:
+        assert pin.participated is not None, pin.distribution
+        assert pin.install is not None, pin.distribution
+        assert "file:" not in pin.install.requirement, pin.install.requirement
+        assert not pin.install.requirement.startswith("/"), pin.install.requirement
+        assert pin.source is None or "file:" not in (pin.source.url or ""), pin.source
+    # Recorded with only what the plugin READMEs install (tox -e bench-results).
+    names = {p.distribution for p in RunResult.read(result).manifest.plugins}
+    assert names == {"reme", "reme-lme", "reme-beam"}
+
+
+@pytest.mark.parametrize("result", RESULTS, ids=lambda p: str(p.relative_to(REPO).parent))
 def test_a_committed_result_reproduces_here(result: Path) -> None:
     manifest = RunResult.read(result).manifest
     # Datasets are named relative to the checkout (../shared/data/...); output and cache folders
