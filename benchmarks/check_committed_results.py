@@ -1,8 +1,8 @@
 """CI check: the committed benchmark results reproduce in a venv made as the plugin READMEs say.
 
-Makes a fresh venv, installs exactly what the install lines of plugins/lme/README.md and
-plugins/beam/README.md tell a user to (the first ``pip install`` line of each, run from the
-repository root), and runs ``reme bench reproduce RESULT --dry-run`` on every
+Makes a fresh venv, installs exactly what the install lines of plugins/lme/README.md,
+plugins/beam/README.md and plugins/locomo/README.md tell a user to (the first ``pip install``
+line of each, run from the repository root), and runs ``reme bench reproduce RESULT --dry-run`` on every
 plugins/*/results/**/result.json. Fails when any result differs there, or records an install
 line another machine cannot use (a ``file:`` URL or an absolute path). A result whose dataset is
 not on this machine (../shared/data beside the checkout) is reported as skipped.
@@ -25,7 +25,7 @@ import venv
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-READMES = ("plugins/lme/README.md", "plugins/beam/README.md")
+READMES = ("plugins/lme/README.md", "plugins/beam/README.md", "plugins/locomo/README.md")
 INSTALL_LINE = re.compile(r"^pip install (?P<args>[^#]+?)\s*(#.*)?$")
 
 

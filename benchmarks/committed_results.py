@@ -2,13 +2,13 @@
 
 Each committed comparison is rerun with the command its plugin's README names, into a scratch
 folder, and its ``result.json`` / ``result.md`` files and ``compare.md`` replace the committed
-ones. Run it in the ``bench-results`` tox env: there only reme, reme-lme and reme-beam are
-installed, so each result records exactly the plugins a user installs, and reme's own wheel
+ones. Run it in the ``bench-results`` tox env: there only reme, reme-lme, reme-beam and reme-locomo
+are installed, so each result records exactly the plugins a user installs, and reme's own wheel
 resolves back to this checkout (``reme_core.bench.install_sources``).
 
 Usage (from the repository root; datasets are in ../shared/data beside the checkout)::
 
-    tox -e bench-results                       # every committed result (about 20 min, 2 cores)
+    tox -e bench-results                       # every committed result (about 25 min, 2 cores)
     tox -e bench-results -- --only beam        # one plugin's
     tox -e bench-results -- --vector-cache ~/.cache/reme/bench-vectors.sqlite3
 
@@ -47,6 +47,30 @@ RUNS: dict[str, tuple[str, list[str]]] = {
             "beam",
             "compare",
             "../shared/data/beam/chats/100K",
+            "--workers",
+            "2",
+            "--no-progress",
+        ],
+    ),
+    "locomo": (
+        "plugins/locomo/results/dev/locomo-dev2",
+        [
+            "bench",
+            "locomo",
+            "compare",
+            "../shared/data/locomo/locomo_dev2.json",
+            "--workers",
+            "2",
+            "--no-progress",
+        ],
+    ),
+    "realtalk": (
+        "plugins/locomo/results/dev/realtalk-dev",
+        [
+            "bench",
+            "locomo",
+            "compare",
+            "../shared/data/realtalk",
             "--workers",
             "2",
             "--no-progress",

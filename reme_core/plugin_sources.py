@@ -13,6 +13,7 @@ import fnmatch
 import hashlib
 import json
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote, urlparse
@@ -95,21 +96,36 @@ def _checkout_state(folder: Path) -> tuple[str | None, bool | None, str | None]:
     own files)."""
     if not folder.is_dir():
         return None, None, None
-    files = ["--", ".", *(f":(exclude){pattern}" for pattern in NOT_CODE)]
+    nested = _nested_distributions(folder)
+    excluded = [*NOT_CODE, *nested]
+    files = ["--", ".", *(f":(exclude){pattern}" for pattern in excluded)]
     revision = _git(folder, "log", "-1", "--format=%H", *files)
     if not revision:
         return None, None, None
     status = _git(folder, "status", "--porcelain", "--untracked-files=no", *files)
-    return revision, bool(status), _tree_hash(folder)
+    return revision, bool(status), _tree_hash(folder, nested)
 
 
-def _tree_hash(folder: Path) -> str | None:
-    """sha256 of the folder's files at HEAD (mode, object id, path), ``NOT_CODE`` left out:
-    equal content gives an equal hash whatever the commit."""
+def _nested_distributions(folder: Path) -> list[str]:
+    """Sub-folders holding a distribution of their own (a ``pyproject.toml`` below the top):
+    reme's checkout holds its plugins (plugins/lme, ...), whose code and committed results are
+    theirs, so a commit there must not make reme look like another revision."""
+    listing = _git(folder, "ls-files", "--", "*/pyproject.toml") or ""
+    return sorted({line.rsplit("/", 1)[0] for line in listing.splitlines() if "/" in line})
+
+
+def _tree_hash(folder: Path, nested: Sequence[str] = ()) -> str | None:
+    """sha256 of the folder's files at HEAD (mode, object id, path), ``NOT_CODE`` and nested
+    distributions left out: equal content gives an equal hash whatever the commit."""
     listing = _git(folder, "ls-tree", "-r", "HEAD", ".")
     if listing is None:
         return None
-    kept = [line for line in listing.splitlines() if not _not_code(line.split("\t", 1)[-1])]
+    kept = [
+        line
+        for line in listing.splitlines()
+        if not _not_code(path := line.split("\t", 1)[-1])
+        and not any(path.startswith(f"{prefix}/") for prefix in nested)
+    ]
     return hashlib.sha256("\n".join(kept).encode()).hexdigest()
 
 

@@ -61,6 +61,9 @@ def mark(pins: Sequence[PluginPin], taking_part: set[str]) -> list[PluginPin]:
     ]
 
 
+HOST = "reme"
+
+
 def diff_plugins(
     recorded: Sequence[PluginPin], current: Sequence[PluginPin]
 ) -> tuple[list[str], list[str]]:
@@ -93,7 +96,14 @@ def diff_plugins(
             # URL, differs between machines and is not compared.)
             old_code, new_code = code_identity(before), code_identity(after)
             if old_code and new_code and old_code != new_code:
-                out.append(f"plugin {after.distribution}: revision {old_code} -> {new_code}{role}")
+                change = f"plugin {after.distribution}: revision {old_code} -> {new_code}{role}"
+                if key == HOST:
+                    # reme's own commits are a note: what of reme shapes a run (its version,
+                    # config defaults, the named config, the steps) is compared on its own, and
+                    # holding results to reme's exact tree would fail them all on every commit.
+                    notes.append(f"{change} (reme's code; its defaults are compared apart)")
+                else:
+                    out.append(change)
     return differences, notes
 
 

@@ -22,7 +22,7 @@ RESULTS = sorted(REPO.glob("plugins/*/results/**/result.json"))
 
 
 def test_there_are_committed_results() -> None:
-    assert {p.relative_to(REPO).parts[1] for p in RESULTS} >= {"lme", "beam"}
+    assert {p.relative_to(REPO).parts[1] for p in RESULTS} >= {"lme", "beam", "locomo"}
 
 
 @pytest.mark.parametrize("result", RESULTS, ids=lambda p: str(p.relative_to(REPO).parent))
@@ -37,7 +37,7 @@ def test_a_committed_result_installs_elsewhere(result: Path) -> None:
         assert pin.source is None or "file:" not in (pin.source.url or ""), pin.source
     # Recorded with only what the plugin READMEs install (tox -e bench-results).
     names = {p.distribution for p in RunResult.read(result).manifest.plugins}
-    assert names == {"reme", "reme-lme", "reme-beam"}
+    assert names == {"reme", "reme-lme", "reme-beam", "reme-locomo"}
 
 
 @pytest.mark.parametrize("result", RESULTS, ids=lambda p: str(p.relative_to(REPO).parent))

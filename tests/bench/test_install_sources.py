@@ -236,3 +236,17 @@ def test_a_hook_that_fires_marks_its_plugin_collecting_does_not() -> None:
     assert plugins.fired_distributions() == []
     plugins.pm.hook.register_llms(register=lambda cls: None)
     assert plugins.fired_distributions() == ["fires"]
+
+
+def test_reme_s_own_commits_are_a_note_a_plugin_s_a_difference() -> None:
+    def at(name: str, tree: str) -> PluginPin:
+        source = PluginSource(kind="path", url="file:///x", tree=tree * 12, dirty=False)
+        return PluginPin(distribution=name, version="0.1.0", source=source, participated=True)
+
+    differences, notes = diff_plugins(
+        [at("reme", "a"), at("reme-lme", "c")], [at("reme", "b"), at("reme-lme", "d")]
+    )
+    assert differences == ["plugin reme-lme: revision cccccccccccc -> dddddddddddd"]
+    assert notes == [
+        "plugin reme: revision aaaaaaaaaaaa -> bbbbbbbbbbbb (reme's code; its defaults are compared apart)"
+    ]

@@ -127,3 +127,28 @@ def test_the_requirements_install_the_same_set_into_a_fresh_venv(tmp_path: Path)
         cwd=tmp_path,
     )
     assert json.loads(installed.stdout) == {i["name"]: i["version"] for i in local}
+
+
+def test_a_commit_to_a_nested_distribution_leaves_its_parent_s_identity(tmp_path: Path) -> None:
+    """reme's checkout holds its plugins; committing a plugin's code or results is not reme."""
+    import subprocess
+
+    from reme_core.plugin_sources import _checkout_state
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    (tmp_path / "core.py").write_text("x = 1\n")
+    (tmp_path / "plugins" / "p").mkdir(parents=True)
+    (tmp_path / "plugins" / "p" / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    git("init", "-q")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+    before = _checkout_state(tmp_path)
+    (tmp_path / "plugins" / "p" / "code.py").write_text("y = 2\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "plugin")
+    assert _checkout_state(tmp_path) == before
+    (tmp_path / "core.py").write_text("x = 2\n")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "core")
+    assert _checkout_state(tmp_path)[2] != before[2]
