@@ -137,13 +137,13 @@ class SearchConfig(_Strict):
     candidate_multiplier: int = Field(default=5, ge=1)
     candidate_cap: int = Field(default=200, ge=1)
     rrf_k: int = Field(default=60, ge=0)
-    fusion: FusionMethod = "rrf"
+    fusion: FusionMethod = "convex"
     """How the arms' rankings become one (reme_core.search.fusion): rrf, convex, adaptive,
     rerank."""
-    # Measured with benchmarks/fusion.py (e5-onnx; synthetic keyword and paraphrase sets,
-    # LongMemEval_S dev sessions and turns): RRF at 0.3 is never below keyword-only and lifts
-    # LongMemEval (sessions all@5 0.857 -> 0.905, turns any@5 0.810 -> 0.857); 0.5 and 0.7 lose
-    # a paraphrase to keyword-only (0.980 vs 1.000); convex, adaptive and rerank tie at best.
+    # Measured with benchmarks/fusion_levers.py over every dev set at k = 5, 10 and 20 (LoCoMo,
+    # REALTALK, LongMemEval_S sessions, the synthetic workspace and the planted-entity set):
+    # convex at 0.3 is never below keyword-only; RRF at 0.3 falls below it on LoCoMo@5 and
+    # REALTALK@20, because ranks alone let a vector-only find push out the one keyword match.
     vector_weight: float = Field(default=0.3, ge=0, le=1)
     link_expansion: bool = True
     expansion_limit: int = Field(default=10, ge=0)
