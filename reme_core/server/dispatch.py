@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from reme_core.errors import RemeError
 from reme_core.server.http_errors import ApiError
 from reme_core.server.principal import Principal, current_principal
+from reme_core.server.server_paths import hide_server_paths
 from reme_core.server.workspaces import WorkspaceRegistry
 from reme_core.service.operations import OPERATIONS, Input, Operation, Profile, SearchInput
 
@@ -88,6 +89,8 @@ def run_operation(
         if name == "status":
             result["server"] = registry.server_status(workspace)
             result["degraded"] = result["server"]["degraded"]
+            if principal.profile != "admin":
+                result = hide_server_paths(result, str(registry.root(workspace)))
         return result
     finally:
         current_principal.reset(reset)

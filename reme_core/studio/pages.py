@@ -4,7 +4,6 @@ fragments htmx loads into them. Each reads through the operations as the visitor
 from __future__ import annotations
 
 import posixpath
-import re
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
@@ -295,30 +294,8 @@ async def _links(here: Page, path: str) -> dict[str, Any]:
 
 
 async def _status(here: Page) -> dict[str, Any]:
-    """The status, with server paths (a failed write's ``/home/…/ws/digest/x.md``) made
-    workspace-relative, and other absolute paths hidden, for anyone but an admin: where the
-    server keeps its files is not a read token's business."""
-    found = await here.op("status")
-    if here.profile == "admin":
-        return found
-    root = str(found.get("workspace") or "")
-    return _without_server_paths(found, root.rstrip("/\\"))
-
-
-_ABSOLUTE = re.compile(r"(?<![\w.:/])/(?:[^\s'\"<>:,;()\[\]]+)")
-"""A POSIX absolute path inside a message (``[Errno 13] Permission denied: '/srv/x'``)."""
-
-
-def _without_server_paths(value: Any, root: str) -> Any:
-    if isinstance(value, str):
-        if root:
-            value = value.replace(root + "/", "").replace(root, ".")
-        return _ABSOLUTE.sub("<server path>", value)
-    if isinstance(value, dict):
-        return {k: _without_server_paths(v, root) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_without_server_paths(v, root) for v in value]
-    return value
+    # run_operation already made server paths relative (or hid them) for anyone but an admin.
+    return await here.op("status")
 
 
 def _poll(status: dict[str, Any]) -> int:

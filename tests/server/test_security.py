@@ -137,6 +137,20 @@ def test_status_lists_only_allowed_workspaces(api: Served) -> None:
     assert set(only_global["workspaces"]) == {"global"}
 
 
+def test_status_shows_server_paths_only_to_an_admin(api: Served) -> None:
+    # Issue 20: the workspace root, index and store paths are the admin's business; a read or
+    # write token sees them workspace-relative (or hidden), over the operation and GET /status.
+    root = str(api.project.resolve())
+    for token in ("read", "write"):
+        over_op = api.post("status", token=token)
+        assert over_op.status_code == 200, over_op.text
+        over_get = api.client.get("/status", headers=api.headers(token))
+        for answer in (over_op.text, over_get.text):
+            assert root not in answer, token
+            assert '"/' not in answer, token  # no absolute path at all
+    assert root in api.post("status", token="admin").text
+
+
 def test_admin_of_one_workspace_is_not_admin_of_another(api: Served) -> None:
     before = snapshot(api.shared)
     headers = {"X-Reme-Workspace": "global"}
