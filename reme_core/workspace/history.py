@@ -18,7 +18,8 @@ committed as it happens (``after_change``, from the one hook every file tool cal
 note's text is in the history; inside a run (``batch``) the run's own commit holds them. The
 first commit of a workspace is its ``baseline``. What the history holds is confined and
 redacted (``reme_core.workspace.history_staging``); a history written before that is rewritten
-once when opened (``reme_core.workspace.history_migration``).
+once when opened (``reme_core.workspace.history_migration``). Running git on the history's own
+repository is ``reme_core.workspace.history_repo``.
 """
 
 from __future__ import annotations
@@ -27,9 +28,6 @@ import contextvars
 import json
 import logging
 import os
-import shutil
-import subprocess
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -51,7 +49,7 @@ from reme_core.workspace.history_entries import (
     kind_of,
     refusal,
 )
-from reme_core.workspace.history_migration import CONFINED_KEY, confine, git_runner
+from reme_core.workspace.history_repo import HistoryRepository
 from reme_core.workspace.history_staging import history_text, may_hold, served_file
 from reme_core.workspace.journal import Journal
 from reme_core.workspace.paths import WorkspacePaths
@@ -75,108 +73,23 @@ __all__ = [
     "refusal",
 ]
 
-AUTHOR = ["-c", "user.name=reme", "-c", "user.email=reme@localhost", "-c", "commit.gpgsign=false"]
-# Names as they are ("daily/café.md"), not C-quoted, in `git log --name-only`.
-AUTHOR += ["-c", "core.quotePath=false"]
-# tool_results/ holds spilled tool outputs (reme_core.light): bulky, expiring, not memory.
-EXCLUDES = ".reme/\n.git/\ntool_results/\n"
-
 # Set while a run, a memory change or an approval writes: its own commit holds its changes.
 _batching: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "reme_history_batch", default=False
 )
-_locks: dict[Path, threading.RLock] = {}
-_locks_guard = threading.Lock()
 _log = logging.getLogger(__name__)
 
 _DIFF_TREE = ["-r", "--root", "--no-commit-id", "--no-renames", "--name-status", "-z"]
 _PATHS_PER_CALL = 200  # pathspecs per git command line, well under any ARG_MAX
 
 
-class History:
+class History(HistoryRepository):
+    """A workspace's version history: snapshots, one commit per run or file-tool change, and
+    reverting one (see the module docstring)."""
+
     def __init__(self, root: Path, journal: Journal | None = None):
-        self.root = root
-        self.git_dir = root / ".reme" / "history.git"
+        super().__init__(root)
         self.journal = journal if journal is not None else Journal(root / ".reme")
-        self._confined = False  # whether this history is known to be confined (migrated)
-        with _locks_guard:  # one lock per history in the process: git's index is not shared
-            self._lock = _locks.setdefault(self.git_dir.resolve(), threading.RLock())
-
-    def _base(self) -> list[str]:
-        if shutil.which("git") is None:
-            raise HistoryError("version history needs the git command; install git")
-        return [
-            "git",
-            *AUTHOR,
-            "--literal-pathspecs",  # a note named "*.md" or ":x" is that file, not a pattern
-            f"--git-dir={self.git_dir}",
-            f"--work-tree={self.root}",
-        ]
-
-    def _git(
-        self, *args: str, check: bool = True, stdin: str | None = None
-    ) -> subprocess.CompletedProcess[str]:
-        # cwd = the work tree, so pathspecs such as "." mean the workspace.
-        done = subprocess.run(
-            [*self._base(), *args],
-            cwd=self.root,
-            capture_output=True,
-            text=True,
-            check=False,
-            input=stdin,
-        )
-        if check and done.returncode != 0:
-            raise HistoryError(
-                f"git {args[0]} failed: {done.stderr.strip() or done.stdout.strip()}"
-            )
-        return done
-
-    def ensure(self) -> None:
-        """Create the history repository on first use (with ``.reme/`` and ``.git/`` excluded),
-        or confine one written before the confinement (once)."""
-        if (self.git_dir / "HEAD").exists():
-            self._confine_once()
-            return
-        self.git_dir.parent.mkdir(parents=True, exist_ok=True)
-        self._git("init", "--quiet")
-        (self.git_dir / "info").mkdir(exist_ok=True)
-        (self.git_dir / "info" / "exclude").write_text(EXCLUDES, encoding="utf-8")
-        self._git("config", CONFINED_KEY, "true")
-        self._confined = True
-
-    def _confine_once(self) -> None:
-        """Rewrite a history made before it was confined, the first time it is opened."""
-        if self._confined:
-            return
-        with self._lock:
-            if self._git("config", "--get", CONFINED_KEY, check=False).stdout.strip() != "true":
-                confine(git_runner(self._base()), self._refused_now, self._state_blobs())
-                self._git("config", CONFINED_KEY, "true")
-            self._confined = True
-
-    def _refused_now(self, rel: str) -> bool:
-        """Whether the work tree holds ``rel`` now as a file the tools refuse (a hard link to
-        ``.reme/token``, a link out): every old version of it leaves the history."""
-        if not os.path.lexists(self.root / rel):
-            return False
-        return WorkspacePaths(self.root).refusal(rel) is not None
-
-    def _state_blobs(self) -> frozenset[str]:
-        """The blob ids of the small files in ``.reme/`` (the tokens): a commit holding one,
-        under any name, held it through a link."""
-        state = self.root / ".reme"
-        files = [
-            str(path)
-            for path in state.rglob("*")
-            if self.git_dir not in path.parents
-            and path.is_file()
-            and not path.is_symlink()
-            and path.stat().st_size <= 65536
-        ]
-        if not files:
-            return frozenset()
-        out = self._git("hash-object", "--no-filters", "--stdin-paths", stdin="\n".join(files))
-        return frozenset(out.stdout.split())
 
     @contextmanager
     def batch(self) -> Iterator[None]:
@@ -327,11 +240,6 @@ class History:
         if paths:
             self._git("update-index", "--force-remove", "-z", "--stdin", stdin="\0".join(paths))
 
-    def _has_head(self) -> bool:
-        if not (self.git_dir / "HEAD").exists():
-            return False
-        return self._git("rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode == 0
-
     def snapshot(self) -> list[str]:
         """Commit what changed since the last commit, before a run or a revert: reme's own
         writes (as the journal recorded them) as one ``writes`` entry, the rest as a
@@ -386,13 +294,6 @@ class History:
             if current == last[path]:
                 written.add(path)
         return written
-
-    def _commit(self, message: str) -> str | None:
-        """Commit what is staged; None when nothing is."""
-        if self._git("diff", "--cached", "--quiet", check=False).returncode == 0:
-            return None
-        self._git("commit", "--quiet", "--no-verify", "-m", message)
-        return self._git("rev-parse", "--short", "HEAD").stdout.strip()
 
     def entries(self, limit: int = 20, path: str | None = None) -> list[HistoryEntry]:
         """Newest first; with ``path`` (workspace-relative), only the entries that changed that

@@ -10,7 +10,7 @@ import pytest
 from reme_core.errors import ConflictError, NotFoundError, WorkspaceError
 from reme_core.memory import MemoryApi, MemoryFilters
 from reme_core.runtime import Reme
-from reme_core.workspace import history as history_module
+from reme_core.workspace import history_repo as history_module
 from reme_core.workspace.frontmatter import dump_note
 from tests.memory.support import files_under, open_workspace, ticking
 
