@@ -65,6 +65,11 @@ class SearchError(RemeError):
     """A search request cannot be honoured as asked (bad filter, unavailable arm)."""
 
 
+class ArmUnavailable(RemeError):
+    """A search arm cannot run now (model missing, store busy); search goes on without it and says
+    so. Raised by the index layer (``VectorIndex.rank``), caught by the search engine."""
+
+
 class StoreBusyError(RemeError):
     """The vector store is held by another writer (another process owns this workspace)."""
 

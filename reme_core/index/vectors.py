@@ -21,13 +21,12 @@ from typing import Any
 import numpy as np
 
 from reme_core.components import Embedding, FileStore, VectorRecord
-from reme_core.errors import EmbeddingError, RemeError
+from reme_core.errors import ArmUnavailable, EmbeddingError, RemeError
 from reme_core.index.catalog import Catalog
 from reme_core.index.drift import CATCH_UP
 from reme_core.index.embedding_cache import EmbeddingCache
 from reme_core.schema import SearchFilters
 from reme_core.schema.chunk import chunk_path
-from reme_core.search.arms import ArmUnavailable
 
 Progress = Callable[[int, int], None]
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Protocol
 
 from reme_core.components import KeywordIndex
-from reme_core.errors import RemeError
+
+# Defined with the other errors, below both layers, because the index layer raises it
+# (``VectorIndex.rank``); importing it from here keeps working.
+from reme_core.errors import ArmUnavailable as ArmUnavailable
 from reme_core.schema import SearchFilters
-
-
-class ArmUnavailable(RemeError):
-    """The arm cannot run now (model missing, store busy); search goes on without it and says so."""
 
 
 class SearchArm(Protocol):
