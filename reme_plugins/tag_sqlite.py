@@ -17,6 +17,9 @@ from typing import Any, ClassVar, Literal
 
 from reme_core import hookimpl
 from reme_core.components import ComponentContext, ComponentSettings, TagIndex
+
+# Defined in the core (the drift check needs it too); importing it from here keeps working.
+from reme_core.schema.tags import normalise_tag as normalise_tag
 from reme_plugins.sqlite_util import LockedDb, SqliteFileSettings, open_db, state_file
 
 SCHEMA_VERSION = 1
@@ -29,11 +32,6 @@ CREATE TABLE IF NOT EXISTS tags (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS tags_by_tag ON tags (tag, path);
 """
-
-
-def normalise_tag(tag: object) -> str:
-    """The stored form of a tag: no ``#``, no outer ``/`` or whitespace, case-folded."""
-    return str(tag).strip().lstrip("#").strip("/").strip().casefold()
 
 
 class SqliteTagIndex(TagIndex):

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from reme_core.schema.chunk import chunk_path
+from reme_core.schema.tags import normalise_tag
 
 if TYPE_CHECKING:
-    from reme_core.index.indexer import Indexer
+    from reme_core.components import Graph, KeywordIndex, TagIndex
+    from reme_core.index.catalog import Catalog
 
 SAMPLE = 5
 """Paths named per finding in status."""
@@ -29,6 +31,32 @@ SERVED = "`reme reindex` while a server runs: it goes through the server, `reme 
 """What works instead of ``reme index`` while ``reme serve`` holds the workspace."""
 REPAIR = f"`reme index` repairs it ({SERVED})"
 CATCH_UP = f"`reme index` catches up ({SERVED})"
+
+
+class VectorIds(Protocol):
+    """The vector side of the check (``VectorIndex``)."""
+
+    def drift(self, chunk_ids: set[str]) -> tuple[set[str], set[str]] | None: ...
+
+
+class Indexes(Protocol):
+    """What ``measure`` compares: the catalog, every projection and the files in scope.
+
+    ``Indexer`` is one. Named here, not imported, so this module depends on the catalog and the
+    components only, and the indexer on it, not both ways.
+    """
+
+    @property
+    def catalog(self) -> Catalog: ...
+    @property
+    def keyword(self) -> KeywordIndex: ...
+    @property
+    def tags(self) -> TagIndex | None: ...
+    @property
+    def graph(self) -> Graph | None: ...
+    @property
+    def vectors(self) -> VectorIds | None: ...
+    def scope_files(self) -> list[str]: ...
 
 
 @dataclass
@@ -171,7 +199,7 @@ class Drift:
 
 
 def measure(
-    indexer: Indexer,
+    indexer: Indexes,
     on_disk: Iterable[str] | None = None,
     indexed: set[str] | None = None,
     *,
@@ -210,12 +238,12 @@ def measure(
         tagged = indexer.tags.tagged_paths()
         if tagged is not None:
             # Only notes with tags the tag index lacks need their tags parsed: a tag list may
-            # hold nothing the index keeps ("#" alone).
+            # hold nothing the index keeps ("#" or "/" alone normalise to "").
             untagged = catalog.paths_with_tags() - tagged
             drift.tags_missing = {
                 path
                 for path, tags in catalog.tags_by_path(untagged).items()
-                if any(map(_real_tag, tags))
+                if any(map(normalise_tag, tags))
             }
             drift.tags_orphans = tagged - indexed
     if indexer.graph is not None:
@@ -227,11 +255,6 @@ def measure(
         if found is not None:
             drift.vectors_missing, drift.vectors_orphans = found
     return drift
-
-
-def _real_tag(tag: object) -> bool:
-    """Whether a tag index keeps ``tag`` at all (``#`` or ``/`` alone normalise to nothing)."""
-    return bool(str(tag).strip().lstrip("#").strip("/").strip())
 
 
 def _paths(chunk_ids: Iterable[str]) -> set[str]:
