@@ -31,6 +31,9 @@ catalog: while the seal holds, ``reme index`` has no vector pass to run either.
 Not covered: a state file changed while reme has the workspace open, during one of reme's own
 passes or in the same timestamp tick as one, without changing its size. ``reme status`` always
 runs the full check, and ``reme reindex`` rebuilds every projection from the notes.
+
+This module holds the seal on disk (``take``, ``load``, ``save``, ``drop``) and, in
+``SealKeeper``, the seal as one process follows it between the indexer's passes.
 """
 
 from __future__ import annotations
@@ -42,12 +45,16 @@ import marshal
 import os
 import time
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reme_core.workspace.tools import atomic_write
+
+if TYPE_CHECKING:
+    from reme_core.index.catalog import FileStamp
 
 SEAL_FILE = "drift-seal.json"
 STAMPS_FILE = "drift-seal.stamps"
@@ -160,6 +167,133 @@ def drop(state_dir: Path) -> None:
     for name in (SEAL_FILE, STAMPS_FILE):
         with contextlib.suppress(FileNotFoundError):
             (state_dir / name).unlink()
+
+
+@dataclass(frozen=True)
+class SealAtClose:
+    """What ``SealKeeper.before_close`` found, for ``after_close``."""
+
+    held: bool
+    stamps: dict[str, FileStamp] | None = None
+    """The catalog's stamps to save with a new seal; None: keep the seal on disk as it is."""
+    vectors: str | None = None
+    """The model whose vectors are settled (``Indexer.vectors_settled``), saved with the seal."""
+
+
+class SealKeeper:
+    """The seal as the indexer follows it in one process, with what is known only while it holds.
+
+    The indexer's writers call it (under ``Indexer.writers``); ``state_files`` names every file
+    the drift check reads (None when a projection cannot name its own: then there is no seal).
+    """
+
+    def __init__(self, state_dir: Path, state_files: Callable[[], list[Path] | None]):
+        self.state_dir = state_dir
+        self._state_files = state_files
+        on_disk = load(state_dir)
+        self._sealed_on_disk = on_disk.files if on_disk else None
+        self._seal = self._sealed_on_disk
+        """The state files as they were when the projections last agreed (None: not known); a
+        scan that finds them so skips comparing ids."""
+        # What is known only while the seal has held throughout; ``unsettle`` forgets it when a
+        # writer finds the seal broken, and before the catalog changes.
+        self._stamps: dict[str, FileStamp] | None = None
+        """The catalog's file stamps as a scan that changed nothing read them."""
+        self._disk_stamps = on_disk.stamps if on_disk else None
+        """The digest of the stamps saved with the seal on disk."""
+        self._disk_stamps_current = self._disk_stamps is not None
+        """Whether those stamps still describe the catalog (read at the first sealed scan)."""
+        self._settled_on_disk = on_disk.vectors if on_disk else None
+        self._vectors_settled = self._settled_on_disk
+        """The embedding model whose vectors the last vector pass under the seal found matching
+        the catalog (None: not known): while the seal holds, there is no vector pass to run."""
+
+    def holds(self) -> bool:
+        """Whether the state files are as they were when the projections last agreed."""
+        return self._seal is not None and self._current() == self._seal
+
+    @contextmanager
+    def write(self) -> Iterator[bool]:
+        """Around a writer: the seal follows reme's own writes when it held just before them,
+        which is what this yields. A write that fails half-way leaves nothing sealed; one that
+        began unsealed leaves sealing to the pass (a clean check, a rebuild: ``seal``)."""
+        held = self.holds()
+        self._seal = None
+        if not held:  # something else changed the state: nothing known under the seal holds
+            self.unsettle()
+        yield held
+        if held:
+            self._seal = self._current()
+
+    def seal(self) -> None:
+        """Seal the state files as they are now: the projections are known to agree."""
+        self._seal = self._current()
+
+    def stamps(self) -> dict[str, FileStamp] | None:
+        """The catalog's file stamps without reading the catalog: as the last scan that changed
+        nothing read them, or as saved with the seal on disk (read once). Call while the seal
+        holds."""
+        if self._stamps is None and self._disk_stamps_current and self._disk_stamps:
+            self._stamps = load_stamps(self.state_dir, self._disk_stamps)
+            self._disk_stamps_current = self._stamps is not None
+        return self._stamps
+
+    def keep_stamps(self, stamps: dict[str, FileStamp]) -> None:
+        """Remember ``stamps``: what the catalog holds after a scan that changed nothing."""
+        self._stamps = stamps
+
+    def unsettle(self) -> None:
+        """Forget what is known only while the seal has held: before the catalog changes (the
+        stamps kept or saved no longer describe it, and the vectors may not match it any more,
+        or a model may fail to embed the change), and when a writer finds the seal broken."""
+        self._stamps = None
+        self._disk_stamps_current = False
+        self._vectors_settled = None
+
+    def vectors_settled(self, model_id: str) -> bool:
+        """Whether the last vector pass under the seal found the vectors of ``model_id``
+        matching the catalog, and the seal still holds."""
+        return self._vectors_settled == model_id and self.holds()
+
+    def settle_vectors(self, model_id: str | None) -> None:
+        """Remember that the vectors of ``model_id`` match the catalog (while the seal holds)."""
+        self._vectors_settled = model_id
+
+    def before_close(
+        self, catalog_stamps: Callable[[], dict[str, FileStamp]], busy: bool = False
+    ) -> SealAtClose:
+        """Before any state file closes: whether the seal still holds (not while something
+        ``busy`` writes outside the indexer's passes), and the catalog's stamps to save with it
+        (``catalog_stamps`` reads them) unless the ones on disk still describe the catalog."""
+        current = None if busy else self._current()
+        if current is None or current != self._seal:
+            return SealAtClose(held=False)
+        stamps = None
+        if not self._disk_stamps_current:
+            stamps = self._stamps or catalog_stamps()
+        return SealAtClose(held=True, stamps=stamps, vectors=self._vectors_settled)
+
+    def after_close(self, closing: SealAtClose) -> None:
+        """Once every state file is closed: leave the seal for the next process when it held
+        before closing (taken now: closing may write, as zvec rewrites its index file), else
+        remove the one on disk. Nothing is written when nothing changed."""
+        files = self._state_files() if closing.held else None
+        if files is None:
+            drop(self.state_dir)
+            return
+        taken = take(self.state_dir, files)
+        if (
+            closing.stamps is None
+            and taken == self._sealed_on_disk
+            and closing.vectors == self._settled_on_disk
+        ):
+            return
+        kept = self._disk_stamps if closing.stamps is None else None
+        save(self.state_dir, taken, closing.stamps, closing.vectors, kept_stamps=kept)
+
+    def _current(self) -> Seal | None:
+        files = self._state_files()
+        return None if files is None else take(self.state_dir, files)
 
 
 def _digest(data: bytes) -> str:
