@@ -1,33 +1,13 @@
-"""Who is calling: the authenticated token's profile and workspaces, for the current request.
+"""Who is calling, for the server layer: the auth middleware sets ``current_principal`` for each
+request; the HTTP routes and the MCP tools read it.
 
-The auth middleware sets ``current_principal`` for each request; the HTTP routes and the MCP
-tools read it (the MCP tool list a client sees depends on its profile).
+The model is defined in :mod:`reme_core.service.principal`, below the server, because the
+operations read it too (a review decision records its token) and the service layer must not
+import the server. This module re-exports it so server code and older imports keep one name.
 """
 
 from __future__ import annotations
 
-from contextvars import ContextVar
-from dataclasses import dataclass
+from reme_core.service.principal import LOCAL_ADMIN, Principal, current_principal
 
-from reme_core.service.operations import Profile, allows
-
-
-@dataclass(frozen=True)
-class Principal:
-    token_id: str
-    """The token's public id (never the secret), for logs and `reme token list`."""
-    profile: Profile
-    workspaces: frozenset[str]
-    """Workspace names this token may use; ``"*"`` means all."""
-
-    def may_use(self, workspace: str) -> bool:
-        return "*" in self.workspaces or workspace in self.workspaces
-
-    def may_call(self, needed: Profile) -> bool:
-        return allows(self.profile, needed)
-
-
-LOCAL_ADMIN = Principal(token_id="local", profile="admin", workspaces=frozenset({"*"}))
-"""In-process callers (the CLI without a server, `reme mcp` over stdio) act as the owner."""
-
-current_principal: ContextVar[Principal | None] = ContextVar("reme_principal", default=None)
+__all__ = ["LOCAL_ADMIN", "Principal", "current_principal"]
