@@ -18,9 +18,9 @@ import pytest
 from reme_core.components import ComponentContext
 from reme_core.testing.graph import link
 from reme_core.testing.keyword_index import make_chunks
-from reme_plugins import keyword_bm25s
 from reme_plugins.graph_sqlite import SqliteGraph
 from reme_plugins.keyword_bm25s import Bm25sKeywordIndex
+from reme_plugins.keyword_bm25s import index as keyword_bm25s  # calls _search_segment
 
 DEADLINE_S = 10.0
 

@@ -22,7 +22,7 @@ from reme_core.errors import ConfigError, RemeError
 from reme_core.plugins import Plugins
 from reme_core.testing.keyword_index import KeywordIndexConformance, ids, make_chunks
 from reme_plugins import keyword_bm25s
-from reme_plugins.keyword_bm25s import Bm25sKeywordIndex
+from reme_plugins.keyword_bm25s import Bm25sKeywordIndex, scoring, storage
 
 Opener = Callable[..., Bm25sKeywordIndex]
 
@@ -745,9 +745,9 @@ def test_main_postings_are_saved_compact_and_score_the_same_after_reopen(
 
 
 def test_positions_past_16_bits_are_saved_in_32() -> None:
-    wide = keyword_bm25s._compact_positions(np.array([0, 70_000], dtype=np.int32), 70_001)
+    wide = storage._compact_positions(np.array([0, 70_000], dtype=np.int32), 70_001)
     assert wide.dtype == np.uint32 and wide.tolist() == [0, 70_000]
-    assert keyword_bm25s._compact_positions(np.array([65_535]), 65_536).dtype == np.uint16
+    assert storage._compact_positions(np.array([65_535]), 65_536).dtype == np.uint16
 
 
 def test_a_merge_gives_back_the_pages_a_bulk_index_freed(
@@ -777,9 +777,9 @@ def test_pruned_selection_returns_the_exhaustive_top_k(
     ix.optimize()
     queries = ["common w1", "common w2 w3", "w4 common common", "w5 w6 w7 w8 common"]
     allowed = {f"notes/n{i:03d}.md#0" for i in range(0, 400, 3)}
-    monkeypatch.setattr(keyword_bm25s, "_PRUNE_ABOVE", 10**9)
+    monkeypatch.setattr(scoring, "_PRUNE_ABOVE", 10**9)
     exhaustive = [(ix.search(q, k), ix.search(q, k, allowed)) for q in queries for k in (1, 5, 40)]
-    monkeypatch.setattr(keyword_bm25s, "_PRUNE_ABOVE", 0)
+    monkeypatch.setattr(scoring, "_PRUNE_ABOVE", 0)
     pruned = [(ix.search(q, k), ix.search(q, k, allowed)) for q in queries for k in (1, 5, 40)]
     # The same scores; among equal scores at the cut, which chunk is kept was never defined.
     for (full, full_allowed), (got, got_allowed) in zip(exhaustive, pruned, strict=True):
