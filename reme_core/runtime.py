@@ -17,10 +17,11 @@ from reme_core.index.embedding_cache import EmbeddingCache
 from reme_core.index.indexer import Indexer, IndexReport
 from reme_core.index.vectors import Progress, VectorIndex
 from reme_core.index.watcher import Watcher
+from reme_core.memory.review import MEMORY_PIPELINE, MemoryReviewer
 from reme_core.pipelines.engine import PipelineResult, run_pipeline
 from reme_core.pipelines.search import SEARCH_PIPELINE, in_search_pipeline, run_search_pipeline
 from reme_core.plugins import Plugins, load_plugins
-from reme_core.review import ReviewApi
+from reme_core.review import ReviewApi, Reviewer
 from reme_core.schema import Link, SearchFilters, SearchResponse
 from reme_core.search.arms import KeywordArm, SearchArm, VectorArm
 from reme_core.search.engine import Searcher
@@ -236,6 +237,12 @@ class Reme:
         """The review queue: proposals of pipelines set to ``review: queue`` (``list``, ``show``,
         ``approve``, ``reject``)."""
         return ReviewApi(self)
+
+    def builtin_reviewer(self, pipeline: str) -> Reviewer | None:
+        """The reviewer of proposals the core itself makes, which name no step: memory
+        summarize's (``memory.review: queue``). Here, above both, so the review queue need not
+        know the memory package."""
+        return MemoryReviewer() if pipeline == MEMORY_PIPELINE else None
 
     def llm_for(self, pipeline: str) -> Llm | None:
         """The model pipeline ``pipeline`` uses: its own ``llm`` if configured (built once and

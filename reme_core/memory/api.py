@@ -13,11 +13,9 @@ search index say. Each change is one commit in the workspace's version history.
 from __future__ import annotations
 
 import datetime as dt
-import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import yaml
 from pydantic import ValidationError
 
 from reme_core.components import LlmUsage
@@ -38,10 +36,10 @@ from reme_core.memory.models import (
     MemorySummary,
     MemoryType,
     SkippedDraft,
-    ToolMetadata,
     check_memory_id,
     check_sort_key,
 )
+from reme_core.memory.records import Clock, new_record, record_fields, rewritten, same_content
 from reme_core.memory.store import Loaded, MemoryStore, check_expected
 from reme_core.memory.summarize import PROMPTS, extract
 from reme_core.pipelines.prompts import load_prompts
@@ -50,7 +48,6 @@ from reme_core.schema import SearchFilters
 if TYPE_CHECKING:
     from reme_core.runtime import Reme
 
-Clock = Callable[[], dt.datetime]
 MAX_RETRIEVE = 50
 
 
@@ -85,7 +82,7 @@ class MemoryApi:
                 f"memory_type {memory_type!r} does not match the scope {scope.key} "
                 f"(a {scope.memory_type} memory)"
             )
-        fields = _fields(scope, content, when_to_use, metadata or {}, sources)
+        fields = record_fields(scope, content, when_to_use, metadata or {}, sources)
         with changing(self.reme, scope) as change:
             record = self._create(scope, change, **fields)
             result = MemoryChange(action="added", record=record)
@@ -114,7 +111,7 @@ class MemoryApi:
             current = self.store.find(scope, memory_id)
             check_expected(current.record, expected_hash)
             merged = {**current.record.metadata, **(metadata or {})}
-            fields = _fields(
+            fields = record_fields(
                 scope,
                 current.record.content if content is None else content,
                 current.record.when_to_use if when_to_use is None else when_to_use,
@@ -303,7 +300,9 @@ class MemoryApi:
                 drafts = extract(llm, prompts, scope, chat, active)
             # The agent's model calls count too (toolloop calls this model).
             result = MemorySummary(usage=llm.usage.since(before) if llm is not None else before)
-            by_content = {_same(x.record.content): x.record.memory_id for x in existing.values()}
+            by_content = {
+                same_content(x.record.content): x.record.memory_id for x in existing.values()
+            }
             if queue:
                 from reme_core.memory.review import MemoryProposer  # it builds on this module
 
@@ -322,7 +321,7 @@ class MemoryApi:
                 try:
                     if target is not None:
                         merged = {**target.record.metadata, **metadata}
-                        fields = _fields(
+                        fields = record_fields(
                             scope,
                             draft.content,
                             draft.when_to_use or target.record.when_to_use,
@@ -335,17 +334,19 @@ class MemoryApi:
                             continue
                         existing[record.memory_id] = self.store.find(scope, record.memory_id)
                         updated[record.memory_id] = record
-                    elif _same(draft.content) in by_content:
-                        result.unchanged.append(by_content[_same(draft.content)])
+                    elif same_content(draft.content) in by_content:
+                        result.unchanged.append(by_content[same_content(draft.content)])
                         continue
                     else:
-                        fields = _fields(scope, draft.content, draft.when_to_use, metadata, linked)
+                        fields = record_fields(
+                            scope, draft.content, draft.when_to_use, metadata, linked
+                        )
                         record = self._create(scope, change, **fields)
                         added[record.memory_id] = record
                 except WorkspaceError as exc:  # a hand edit raced this call, a bad value
                     result.skipped.append(SkippedDraft(content=draft.content, reason=str(exc)))
                     continue
-                by_content[_same(record.content)] = record.memory_id
+                by_content[same_content(record.content)] = record.memory_id
             result.added = list(added.values())
             result.updated = [r for k, r in updated.items() if k not in added]
             if result.added or result.updated:
@@ -372,64 +373,6 @@ class MemoryApi:
         return record
 
 
-def new_record(scope: MemoryScope, now: dt.datetime, **fields: Any) -> tuple[str, str]:
-    """A new record's id and note text."""
-    memory_id = uuid.uuid4().hex[:12]
-    text = note.render(memory_id=memory_id, scope=scope, created=now, updated=now, **fields)
-    return memory_id, text
-
-
-def rewritten(current: Loaded, clock: Clock, **fields: Any) -> str | None:
-    """The record's note text with ``fields``; None when they change nothing."""
-    old = current.record
-    if all(getattr(old, key) == value for key, value in fields.items()):
-        return None
-    return note.render(
-        memory_id=old.memory_id,
-        scope=old.scope,
-        created=old.created,
-        updated=clock(),
-        keep=current.frontmatter,
-        **fields,
-    )
-
-
-def _fields(
-    scope: MemoryScope,
-    content: str,
-    when_to_use: str | None,
-    metadata: dict[str, Any],
-    sources: Iterable[str],
-) -> dict[str, Any]:
-    """The validated, normalised fields of a record (WorkspaceError says what is wrong)."""
-    return {
-        "content": note.clean_content(content),
-        "when_to_use": note.clean_text(when_to_use, "when_to_use"),
-        "metadata": _metadata(scope, metadata),
-        "sources": note.clean_sources(sources),
-    }
-
-
-def _metadata(scope: MemoryScope, metadata: dict[str, Any]) -> dict[str, Any]:
-    if not isinstance(metadata, dict) or not all(isinstance(k, str) for k in metadata):
-        raise WorkspaceError("metadata must be a mapping with text keys")
-    if scope.memory_type == "tool":
-        try:
-            ToolMetadata.model_validate(metadata)
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
-            )
-            raise WorkspaceError(f"tool metadata: {problems}") from None
-    try:
-        yaml.safe_dump(metadata)
-    except yaml.YAMLError:
-        raise WorkspaceError(
-            "metadata values must be text, numbers, booleans, null, or lists and mappings of those"
-        ) from None
-    return dict(metadata)
-
-
 def _messages(messages: Iterable[MemoryMessage | dict[str, Any]]) -> list[MemoryMessage]:
     try:
         parsed = [
@@ -443,11 +386,6 @@ def _messages(messages: Iterable[MemoryMessage | dict[str, Any]]) -> list[Memory
     if not kept:
         raise WorkspaceError("messages hold no text to summarize")
     return kept
-
-
-def _same(content: str) -> str:
-    """Content compared for repeats: case and spacing do not make a memory new."""
-    return " ".join(content.split()).casefold()
 
 
 def _utc(moment: dt.datetime) -> dt.datetime:

@@ -17,19 +17,21 @@ from pydantic import ValidationError
 
 from reme_core.errors import WorkspaceError
 from reme_core.memory import note
-from reme_core.memory.api import _fields, _same, new_record, rewritten
 from reme_core.memory.layout import record_path
 from reme_core.memory.models import MemoryScope, MemorySummary, SkippedDraft
+from reme_core.memory.records import new_record, record_fields, rewritten, same_content
 from reme_core.memory.store import Loaded, belongs
 from reme_core.memory.summarize import ExtractedMemory
 from reme_core.pipelines.locks import named_lock
 from reme_core.review import Proposal, ReviewApi, Reviewer
-from reme_core.review.builtin import MEMORY_PIPELINE
 
 if TYPE_CHECKING:
     import datetime as dt
 
     from reme_core.runtime import Reme
+
+MEMORY_PIPELINE = "memory_summarize"
+"""The ``pipeline`` of memory summarize's proposals (verb MEMORY)."""
 
 
 def _scope_fields(scope: MemoryScope) -> dict[str, str]:
@@ -54,7 +56,7 @@ class MemoryProposer:
         scope = self.scope
         # Memories already waiting for review, or rejected there, are not proposed again.
         held = {
-            _same(str(p.payload.get("content", "")))
+            same_content(str(p.payload.get("content", "")))
             for p in self.api.proposals(pipeline=MEMORY_PIPELINE)
             if p.status in ("pending", "rejected")
             and p.payload.get("scope") == _scope_fields(scope)
@@ -67,7 +69,7 @@ class MemoryProposer:
                     f"the model said a memory refines {draft.refines!r}, which is no "
                     f"{scope.describe()} memory; it was proposed as a new one"
                 )
-            key = _same(draft.content)
+            key = same_content(draft.content)
             if key in held:
                 result.warnings.append(
                     f"{draft.content[:60]!r} is already pending or was rejected in review"
@@ -75,7 +77,7 @@ class MemoryProposer:
                 continue
             try:
                 if target is not None:
-                    fields = _fields(
+                    fields = record_fields(
                         scope,
                         draft.content,
                         draft.when_to_use or target.record.when_to_use,
@@ -99,7 +101,9 @@ class MemoryProposer:
                     result.unchanged.append(by_content[key])
                     continue
                 else:
-                    fields = _fields(scope, draft.content, draft.when_to_use, metadata, linked)
+                    fields = record_fields(
+                        scope, draft.content, draft.when_to_use, metadata, linked
+                    )
                     memory_id, text = new_record(scope, self.clock(), **fields)
                     path = record_path(scope, memory_id)
                     proposal = self._propose(

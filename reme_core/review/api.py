@@ -354,9 +354,7 @@ class ReviewApi:
 
     def _reviewer(self, proposal: Proposal) -> Reviewer:
         if proposal.step is None:
-            from reme_core.review.builtin import builtin_reviewer
-
-            found = builtin_reviewer(proposal.pipeline)
+            found = self.reme.builtin_reviewer(proposal.pipeline)
             if found is None:
                 raise ReviewError(f"no reviewer for {proposal.pipeline!r} proposals")
             return found
