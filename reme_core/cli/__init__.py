@@ -7,8 +7,7 @@ import click
 
 from reme_core import __version__
 from reme_core.cli.catalog import CORE_COMMANDS
-from reme_core.cli.group import RemeGroup
-from reme_core.cli.plugin_commands import attach_plugin_commands
+from reme_core.cli.group import RemeGroup, attach_plugin_commands
 
 
 @click.group(cls=RemeGroup, lazy=CORE_COMMANDS, plugin_commands=True)

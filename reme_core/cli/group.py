@@ -159,8 +159,27 @@ class RemeGroup(click.Group):
 
     def _tree_of(self, plugins: Plugins) -> Tree:
         if self._tree is None or self._tree[0] is not plugins:
-            self._tree = (plugins, plugin_tree(plugins, self.core_command))
+            self._tree = (plugins, plugin_tree(plugins, self.core_command, RemeGroup))
         return self._tree[1]
+
+
+def attach_plugin_commands(group: click.Group, plugins: Plugins) -> None:
+    """Add the commands plugins registered to ``group`` (tests and hand-built command trees;
+    ``reme`` itself looks them up lazily, see ``RemeGroup``)."""
+
+    def core(name: str) -> click.Command | None:
+        if isinstance(group, RemeGroup):
+            return group.core_command(name)
+        return group.commands.get(name)
+
+    tree = plugin_tree(plugins, core, RemeGroup)
+    for name, command in tree[""].items():
+        group.add_command(command, name)
+    for parent, commands in tree.items():
+        target = core(parent) if parent else None
+        if isinstance(target, click.Group):
+            for name, command in commands.items():
+                target.add_command(command, name)
 
 
 def _loaded_plugins() -> Plugins | None:

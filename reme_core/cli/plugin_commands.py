@@ -1,4 +1,8 @@
-"""Where the commands plugins register go: at the top of ``reme`` or nested under a group."""
+"""Where the commands plugins register go: at the top of ``reme`` or nested under a group.
+
+``RemeGroup`` (``group``) builds on this module; attaching the commands to a hand-built group
+is ``group.attach_plugin_commands``.
+"""
 
 from __future__ import annotations
 
@@ -20,13 +24,15 @@ HELP_LIMIT = 10_000
 """Long enough for any first sentence: a help screen shortens it to fit its own width."""
 
 
-def plugin_tree(plugins: Plugins, core: Callable[[str], click.Command | None]) -> Tree:
+def plugin_tree(
+    plugins: Plugins,
+    core: Callable[[str], click.Command | None],
+    make_group: type[click.Group],
+) -> Tree:
     """The plugins' commands by parent. ``core(name)`` is the top-level command a plugin's
     command may nest under or collide with. A group no core command is named after is made
-    here, holding its plugins' commands; a name taken twice, or nesting under a plain command,
-    is an error naming the plugin."""
-    from reme_core.cli.group import RemeGroup  # the module imports this one
-
+    here (a ``make_group``; ``RemeGroup`` passes itself), holding its plugins' commands; a name
+    taken twice, or nesting under a plain command, is an error naming the plugin."""
     tree: Tree = {"": {}}
     made: dict[str, click.Group] = {}
     for registered in plugins.commands:
@@ -37,7 +43,7 @@ def plugin_tree(plugins: Plugins, core: Callable[[str], click.Command | None]) -
             parent = registered.group
             group = core(parent) or tree[""].get(parent)
             if group is None:
-                group = made[parent] = RemeGroup(
+                group = made[parent] = make_group(
                     parent, help=f"Commands from {registered.provider}."
                 )
                 tree[""][parent] = group
@@ -82,23 +88,3 @@ def packages_of(plugins: Plugins) -> Iterator[str]:
 
 def _top(module: str) -> str:
     return module.partition(".")[0]
-
-
-def attach_plugin_commands(group: click.Group, plugins: Plugins) -> None:
-    """Add the commands plugins registered to ``group`` (tests and hand-built command trees;
-    ``reme`` itself looks them up lazily, see ``RemeGroup``)."""
-    from reme_core.cli.group import RemeGroup
-
-    def core(name: str) -> click.Command | None:
-        if isinstance(group, RemeGroup):
-            return group.core_command(name)
-        return group.commands.get(name)
-
-    tree = plugin_tree(plugins, core)
-    for name, command in tree[""].items():
-        group.add_command(command, name)
-    for parent, commands in tree.items():
-        target = core(parent) if parent else None
-        if isinstance(target, click.Group):
-            for name, command in commands.items():
-                target.add_command(command, name)
