@@ -14,17 +14,17 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from reme_core.server.principal import Principal
 from reme_core.server.security import url_login_refusal
+from reme_core.service.principal import Principal
 from reme_core.studio.sessions import CSRF_FIELD, Session, same_secret, session_csrf_ok
-from reme_core.studio.web import OpFailed, Studio, _without_token, secure
+from reme_core.studio.site import OpFailed, Studio, secure, without_token
 
 SWITCH_FIELD = "switch"
 
 
 def url_login(studio: Studio, request: Request) -> Response:
     """The answer to a GET whose URL carries ``?token=``; the token never reaches a page."""
-    to = _without_token(request)
+    to = without_token(request)
     if not studio.auth:  # nothing to log in with: just take the token out of the address bar
         return _redirect(to)
     refusal = url_login_refusal(request.headers)

@@ -20,7 +20,7 @@ from starlette.requests import Request
 
 from reme_core.errors import ConfigError
 from reme_core.server.auth import TokenStore
-from reme_core.server.principal import LOCAL_ADMIN, Principal
+from reme_core.service.principal import LOCAL_ADMIN, Principal
 
 COOKIE_PREFIX = "reme_studio_"
 CSRF_HEADER = "x-csrf-token"

@@ -1,5 +1,6 @@
 """What every studio page shares: who is looking (``Page``), calling an operation on their
-behalf, rendering a template with the security headers, and turning errors into pages.
+behalf, and opening a page (a ``?token=`` login, the CSRF check). The site they render on
+(templates, security headers, login page, errors as pages) is ``site``.
 
 Every read and every change goes through ``run_operation``, the dispatcher the HTTP API and MCP
 use, so the token's profile and workspaces are checked the same way here: hiding a button is
@@ -9,136 +10,40 @@ for the eye, the dispatcher is what refuses.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-import jinja2
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse
 
-from reme_core import __version__
 from reme_core.errors import RemeError
 from reme_core.server.dispatch import run_operation
 from reme_core.server.http_errors import ApiError, status_for, validation_message
-from reme_core.server.workspaces import DEFAULT, WorkspaceRegistry
+from reme_core.server.workspaces import DEFAULT
 from reme_core.service.operations import OPERATIONS
-from reme_core.settings import Settings
-from reme_core.studio.render import diff_lines, highlight
+from reme_core.studio.login import url_login
 from reme_core.studio.sessions import (
     CSRF_FIELD,
     CSRF_HEADER,
-    InvalidToken,
-    Sessions,
     Visitor,
     csrf_ok,
 )
 
-HERE = Path(__file__).parent
-STATIC_URL = "/studio/static"
-CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; font-src 'self'; form-action 'self'; frame-ancestors 'none'; "
-    "base-uri 'none'"
+# The site's names, imported from here by the pages, actions and tests as they always were.
+from reme_core.studio.site import (  # noqa: F401
+    CSP,
+    HERE,
+    SECURITY_HEADERS,
+    STATIC_URL,
+    OpFailed,
+    Respond,
+    Studio,
+    secure,
+    wants_fragment,
+    without_token,
 )
-"""No inline script or style anywhere: a note that slipped past the sanitiser still could not
-run code."""
-SECURITY_HEADERS = {
-    "Content-Security-Policy": CSP,
-    "X-Content-Type-Options": "nosniff",
-    "X-Frame-Options": "DENY",
-    # The login URL carries the token: no Referer leaves the server. (Not "no-referrer": with
-    # it a browser sends "Origin: null" on form posts, which the Origin check refuses.)
-    "Referrer-Policy": "same-origin",
-    "Cache-Control": "no-store",
-    "Vary": "HX-Request, Cookie",
-}
-
-
-class Respond(Exception):
-    """Stop handling and send this response (a login redirect, a login page)."""
-
-    def __init__(self, response: Response):
-        self.response = response
-
-
-class OpFailed(Exception):
-    """An operation refused or failed; shown as an error page (or panel) with its status."""
-
-    def __init__(self, status: int, kind: str, message: str):
-        super().__init__(message)
-        self.status = status
-        self.kind = kind
-        self.message = message
-
-
-class Studio:
-    """The studio's shared state: sessions, templates, the workspaces it serves."""
-
-    def __init__(self, settings: Settings, registry: WorkspaceRegistry, sessions: Sessions):
-        self.settings = settings
-        self.registry = registry
-        self.sessions = sessions
-        self.env = jinja2.Environment(
-            loader=jinja2.FileSystemLoader(HERE / "templates"),
-            autoescape=True,
-            trim_blocks=True,
-            lstrip_blocks=True,
-        )
-        self.env.filters["highlight"] = highlight
-        self.env.filters["diff_lines"] = diff_lines
-        self.env.globals.update(static=STATIC_URL, version=__version__)
-
-    @property
-    def auth(self) -> bool:
-        return self.sessions.store is not None
-
-    def html(
-        self, template: str, context: dict[str, Any], status: int = 200, **headers: str
-    ) -> HTMLResponse:
-        body = self.env.get_template(template).render(context)
-        return secure(HTMLResponse(body, status_code=status, headers=headers or None))
-
-    def login_page(self, request: Request, message: str = "", status: int = 401) -> Response:
-        context = {"page": None, "message": message, "auth": self.auth}
-        response = self.html("login.html", context, status)
-        if request.headers.get("hx-request"):
-            response.headers["HX-Redirect"] = "/studio/login"
-        return response
-
-    def start_session(self, request: Request, secret: str | None, to: str) -> Response:
-        """Log in with ``secret`` and redirect to ``to`` (a local path), cookie set."""
-        try:
-            session = self.sessions.login(secret)
-        except InvalidToken:
-            raise Respond(
-                self.login_page(request, "That token is not valid (unknown or revoked).")
-            ) from None
-        response = secure(RedirectResponse(to, status_code=303))
-        response.set_cookie(
-            self.sessions.cookie_name(request),
-            session.id,
-            httponly=True,
-            samesite="strict",
-            secure=request.url.scheme == "https",
-            path="/",
-        )
-        return response
-
-
-def wants_fragment(request: Request) -> bool:
-    """Whether htmx asked for a fragment (not when it restores a page from the browser's
-    history: that needs the whole page)."""
-    headers = request.headers
-    return bool(headers.get("hx-request")) and not headers.get("hx-history-restore-request")
-
-
-def secure(response: Response) -> Response:
-    for key, value in SECURITY_HEADERS.items():
-        response.headers.setdefault(key, value)
-    return response
 
 
 @dataclass
@@ -217,13 +122,11 @@ async def open_page(studio: Studio, request: Request, *, change: bool = False) -
     token, in the form field ``csrf`` or the ``X-CSRF-Token`` header.
     """
     if "token" in request.query_params and request.method == "GET":
-        from reme_core.studio.login import url_login  # it builds on this module
-
         raise Respond(url_login(studio, request))
     visitor = studio.sessions.visitor(request)
     if visitor is None:
         if not studio.auth and request.method == "GET":  # auth off: the owner, no login
-            raise Respond(studio.start_session(request, None, _without_token(request)))
+            raise Respond(studio.start_session(request, None, without_token(request)))
         raise Respond(studio.login_page(request, "Log in to use the studio."))
     form: dict[str, str] = {}
     if change:
@@ -241,8 +144,3 @@ async def open_page(studio: Studio, request: Request, *, change: bool = False) -
     allowed = [n for n in names if visitor.principal.may_use(n)]
     workspace = wanted or (DEFAULT if DEFAULT in allowed else (allowed[0] if allowed else DEFAULT))
     return Page(studio, request, visitor, workspace, form)
-
-
-def _without_token(request: Request) -> str:
-    query = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
-    return request.url.path + ("?" + urlencode(query) if query else "")
