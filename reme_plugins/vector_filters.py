@@ -1,5 +1,7 @@
-"""What the vector stores share: checking vectors, normalising tags, and ``SearchFilters`` both as an
-exact Python predicate (the reference) and as a pushed-down zvec filter expression.
+"""What the vector stores share: checking vectors, and ``SearchFilters`` as a pushed-down zvec
+filter expression. The exact meaning of a filter (the reference every store is held to, tags
+normalised and ancestor-expanded) is the core's, ``reme_core.search.record_filters``; its names
+are imported here too, where the stores have always found them.
 
 Pushing down is allowed to be wider than the filter (a path prefix cut short at a character the
 filter grammar cannot carry safely), never narrower; ``FilterPlan.exact`` says whether the store
@@ -9,15 +11,21 @@ must post-filter and over-fetch to stay exact.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from reme_core.errors import RemeError
-from reme_core.schema import SearchFilters
-from reme_core.workspace.paths import path_matches
-from reme_plugins.tag_sqlite import normalise_tag
+from reme_core.api import RemeError, SearchFilters
+
+# Re-exported: the stores import them from here.
+from reme_core.search.record_filters import (  # noqa: F401
+    date_ok,
+    expand_tags,
+    matches,
+    query_tags,
+    tags_ok,
+)
 
 
 class VectorStoreError(RemeError):
@@ -29,24 +37,6 @@ _GLOB_CHARS = re.compile(r"[*?\[]")
 # is inconsistent between = and LIKE) and LIKE's own wildcards. A literal holding one is cut
 # short (wider) and the store post-filters; control characters would end the statement.
 _UNSAFE = re.compile(r"[%_\\'\"\x00-\x1f]")
-
-
-def expand_tags(tags: Iterable[str]) -> tuple[str, ...]:
-    """Normalised tags plus their ancestors (``a/b/c`` also gives ``a/b`` and ``a``), unique."""
-    out: dict[str, None] = {}
-    for raw in tags:
-        tag = normalise_tag(raw)
-        if not tag:
-            continue
-        parts = tag.split("/")
-        for i in range(1, len(parts) + 1):
-            out["/".join(parts[:i])] = None
-    return tuple(out)
-
-
-def query_tags(filters: SearchFilters) -> list[str]:
-    """The filter's tags in stored form; a blank tag stays blank (it matches nothing)."""
-    return list(dict.fromkeys(normalise_tag(t) for t in filters.tags))
 
 
 def unit_rows(vectors: np.ndarray, dim: int, what: str = "vector") -> np.ndarray:
@@ -62,42 +52,6 @@ def unit_rows(vectors: np.ndarray, dim: int, what: str = "vector") -> np.ndarray
     if np.any(norms == 0):
         raise VectorStoreError(f"{what} is all zeros and has no direction to compare")
     return arr / norms
-
-
-def date_ok(date: str | None, filters: SearchFilters) -> bool:
-    """A record without a date fails any date bound."""
-    if filters.since is None and filters.until is None:
-        return True
-    if not date:
-        return False
-    if filters.since is not None and date < filters.since.isoformat():
-        return False
-    return not (filters.until is not None and date > filters.until.isoformat())
-
-
-def tags_ok(tags: Iterable[str], wanted: Sequence[str], mode: str) -> bool:
-    """``wanted`` in stored form against a record's ancestor-expanded tags."""
-    if not wanted:
-        return True
-    have = set(tags)
-    if mode == "all":
-        return all(t and t in have for t in wanted)
-    return any(t and t in have for t in wanted)
-
-
-def matches(
-    filters: SearchFilters | None, path: str, status: str, date: str | None, tags: Iterable[str]
-) -> bool:
-    """The exact meaning of ``filters`` for one record (``None`` passes everything)."""
-    if filters is None:
-        return True
-    if status not in filters.statuses:
-        return False
-    if not date_ok(date, filters):
-        return False
-    if not tags_ok(tags, query_tags(filters), filters.tag_mode):
-        return False
-    return not filters.paths or path_matches(path, filters.paths)
 
 
 def safe_literal(value: str) -> bool:

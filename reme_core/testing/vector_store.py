@@ -13,7 +13,7 @@ Use it from a plugin's tests by subclassing and overriding one fixture::
 ``make_store`` returns a factory; every call builds a fresh, unopened instance over the same
 ``state_dir``, so tests can close and reopen. Vectors are seeded numpy randoms, not a model.
 ``approximate_after_optimize`` lets an ANN store fall back to recall@10 >= 0.9 after
-``optimize()``; before it every store must agree exactly with the ``local`` reference.
+``optimize()``; before it every store must agree exactly with the kit's exact ``ReferenceStore``.
 """
 
 from __future__ import annotations
@@ -33,10 +33,11 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from reme_core.components import ComponentContext, FileStore, VectorRecord
+from reme_core.components import FileStore, VectorRecord
 from reme_core.errors import RemeError
 from reme_core.schema import SearchFilters
-from reme_plugins.vector_filters import matches
+from reme_core.search.record_filters import matches
+from reme_core.testing.reference_store import ReferenceStore
 
 StoreFactory = Callable[[], FileStore]
 MODEL = "test/random-64"
@@ -423,18 +424,15 @@ class VectorStoreConformance:
 
     # -- agreement with the exact reference ----------------------------------------------------
 
-    def test_agrees_with_local_reference(self, make_store: StoreFactory, tmp_path: Path) -> None:
-        from reme_plugins.vector_local import LocalFileStore
-
+    def test_agrees_with_the_exact_reference(
+        self, make_store: StoreFactory, tmp_path: Path
+    ) -> None:
         dim, n = 64, 2000
         rng = np.random.default_rng(42)
         vecs = unit(rng, n, dim)
         queries = unit(rng, 20, dim)
         records = [rec(f"p{i % 97}.md#{i}", f"p{i % 97}.md", v) for i, v in enumerate(vecs)]
-        ref_dir = tmp_path / "reference"
-        ref = LocalFileStore(
-            LocalFileStore.Settings(), ComponentContext(workspace=tmp_path, state_dir=ref_dir)
-        )
+        ref = ReferenceStore()
         ref.open("agree", dim)
         ref.upsert(records)
         store = make_store()
