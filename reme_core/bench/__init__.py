@@ -16,8 +16,9 @@ A benchmark plugin's ``run`` command does, in order:
 Conventions ``reme bench reproduce`` relies on: the run command has an ``--out DIR`` option (a
 rerun appends ``--out NEW_DIR``), writes ``RESULT_JSON`` there, and calls ``checkpoint``.
 
-``reme_core.bench.testing`` (imported on its own) holds the fixture helpers of benchmark plugins'
-tests: the shipped defaults registered directly, an isolated environment, a CLI with ``bench``.
+``reme_core.bench.testing`` (imported on its own; defined in the kit as ``reme_core.testing.bench``)
+holds the fixture helpers of benchmark plugins' tests: the shipped defaults registered directly,
+an isolated environment, a CLI with ``bench``.
 """
 
 from reme_core.bench.configs import (
