@@ -22,6 +22,7 @@ import numpy as np
 
 from reme_core.components import Embedding, FileStore, VectorRecord
 from reme_core.errors import ArmUnavailable, EmbeddingError, RemeError
+from reme_core.index.batch_isolation import embed_each, upsert_each
 from reme_core.index.catalog import Catalog
 from reme_core.index.drift import CATCH_UP
 from reme_core.index.embedding_cache import EmbeddingCache
@@ -280,7 +281,7 @@ class VectorIndex:
         When the model refuses the batch, each text is embedded alone, so one text it cannot
         take costs only its own chunks (remembered in ``_text_refusals``); when every text
         fails alone too, it is the model failing, not the texts: that error is raised and all
-        stay pending.
+        stay pending (``reme_core.index.batch_isolation``).
         """
         assert self.model_id is not None
         wanted = {_content_hash(text): text for text in texts}
@@ -290,26 +291,7 @@ class VectorIndex:
         missing = {h: text for h, text in wanted.items() if h not in have}
         if not missing:
             return
-        try:
-            embedded = self._embed(list(missing.values()))
-        except RemeError:
-            if len(missing) == 1:
-                raise
-            embedded = None
-        if embedded is not None:
-            self.cache.put(self.model_id, dict(zip(missing, embedded, strict=True)))
-            return
-        done: dict[str, np.ndarray] = {}
-        failed: dict[str, str] = {}
-        first: RemeError | None = None
-        for digest, text in missing.items():
-            try:
-                done[digest] = self._embed([text])[0]
-            except RemeError as exc:
-                failed[digest] = str(exc)
-                first = first or exc
-        if not done and first is not None:
-            raise first
+        done, failed = embed_each(self._embed, missing)
         self.cache.put(self.model_id, done)
         self._text_refusals.update(failed)
 
@@ -350,48 +332,12 @@ class VectorIndex:
         }
         self.cache.unmark_paths(paths)
         self.store.delete_paths(list(paths))
-        stored = self._upsert(records, hashes, refused)
+        stored = upsert_each(self.store, records, hashes, refused)
         self.cache.mark_stored(self.model_id, {r.chunk_id: hashes[r.chunk_id] for r in stored})
         self.cache.set_refused(self.model_id, paths, refused)
         self._report_refused(paths, refused)
         self._version += 1
         return len(stored), len(rows) - len(stored) - len(refused)
-
-    def _upsert(
-        self,
-        records: list[VectorRecord],
-        hashes: dict[str, str],
-        refused: dict[str, tuple[str, str]],
-    ) -> list[VectorRecord]:
-        """Store ``records``; when the store refuses the batch, one at a time, adding those it
-        refuses alone to ``refused``. Every record failing alone is the store failing: raised.
-        Returns the records stored."""
-        if not records:
-            return []
-        try:
-            self.store.upsert(records)
-            return records
-        except RemeError:
-            if len(records) == 1:
-                raise
-        stored: list[VectorRecord] = []
-        first: RemeError | None = None
-        for record in records:
-            try:
-                self.store.upsert([record])
-            except RemeError as exc:
-                refused[record.chunk_id] = (
-                    hashes[record.chunk_id],
-                    f"the vector store refused it: {exc}",
-                )
-                first = first or exc
-            else:
-                stored.append(record)
-        if not stored and first is not None:
-            for record in records:
-                refused.pop(record.chunk_id, None)
-            raise first
-        return stored
 
     def _report_refused(self, paths: Sequence[str], refused: dict[str, tuple[str, str]]) -> None:
         """One ``status`` problem per note with refused chunks; forget it once none is."""
