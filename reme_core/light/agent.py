@@ -22,7 +22,13 @@ from reme_core.light.messages import ContextError, leading_system, validate_mess
 from reme_core.light.persist import Persister, PersistOutcome, new_session_id
 from reme_core.light.session import SessionMemory
 from reme_core.light.split import ContextSplit, check_context
-from reme_core.light.summary import CompactResult, compact_memory, input_budget
+from reme_core.light.summary import (
+    PROMPTS_NAME,
+    PROMPTS_PACKAGE,
+    CompactResult,
+    compact_memory,
+    input_budget,
+)
 from reme_core.light.tokens import TokenCounter
 from reme_core.light.tool_results import (
     SpillStore,
@@ -36,8 +42,6 @@ from reme_core.schema import SearchResponse
 if TYPE_CHECKING:
     from reme_core.runtime import Reme
 
-PROMPTS_PACKAGE = "reme_plugins"
-PROMPTS_NAME = "compact"
 THRESHOLD_MARGIN = 0.95
 """The compaction threshold is this share of ``max_input_length * compact_ratio``: counts are
 estimates, and the next reply needs room too."""

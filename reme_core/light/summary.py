@@ -31,6 +31,10 @@ from reme_core.light.tokens import TokenCounter
 from reme_core.pipelines.prompts import Prompts, load_prompts
 from reme_core.redact import redact_data
 
+PROMPTS_PACKAGE = "reme_core.light"
+PROMPTS_NAME = "compact"
+"""The prompt file: ``reme_core/light/prompts/compact.yaml``."""
+
 SECTIONS: tuple[str, ...] = (
     "goal",
     "constraints",
@@ -364,7 +368,7 @@ def parse_summary(text: str) -> ContextSummary | None:
 def _headings() -> dict[str, str]:
     out: dict[str, str] = {}
     for language in ("en", "zh"):
-        prompts = load_prompts("reme_plugins", "compact", language)
+        prompts = load_prompts(PROMPTS_PACKAGE, PROMPTS_NAME, language)
         for section in SECTIONS:
             out[prompts.render(f"heading_{section}")] = section
     return out

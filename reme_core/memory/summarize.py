@@ -26,8 +26,8 @@ from reme_core.pipelines.budget import fit
 from reme_core.pipelines.prompts import Prompts
 from reme_core.redact import redact, redact_data
 
-PROMPTS = ("reme_plugins", "summarize_memory")
-"""The prompt file: ``reme_plugins/prompts/summarize_memory.yaml``."""
+PROMPTS = ("reme_core.memory", "summarize_memory")
+"""The prompt file: ``reme_core/memory/prompts/summarize_memory.yaml``."""
 MAX_MEMORIES = 20
 TRANSCRIPT_TOKENS = 12_000
 EXISTING_IN_PROMPT = 40

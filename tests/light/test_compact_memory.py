@@ -13,8 +13,8 @@ from reme_core.pipelines.prompts import load_prompts
 from tests.fake_llm import RecordingLlm
 from tests.light.msgs import assistant, tool, user
 
-EN = load_prompts("reme_plugins", "compact", "en")
-ZH = load_prompts("reme_plugins", "compact", "zh")
+EN = load_prompts("reme_core.light", "compact", "en")
+ZH = load_prompts("reme_core.light", "compact", "zh")
 HISTORY = [
     user("Add retries to the uploader in src/uploader/client.py; keep the API unchanged."),
     assistant(None, [("c1", "run_tests")]),

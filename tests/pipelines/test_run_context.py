@@ -89,7 +89,12 @@ def test_missing_or_shapeless_prompt_files_are_config_errors(prompt_package: str
         load_prompts(prompt_package, "shapeless", "en")
 
 
-SHIPPED_PROMPTS = sorted((ROOT / "reme_plugins").rglob("prompts/*.yaml"))
+SHIPPED_PROMPTS = sorted(
+    [
+        *(ROOT / "reme_plugins").rglob("prompts/*.yaml"),
+        *(ROOT / "reme_core").rglob("prompts/*.yaml"),
+    ]
+)
 
 
 def test_shipped_prompt_files_are_found() -> None:
