@@ -14,31 +14,32 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from reme_core import hookimpl
-from reme_core.components import (
+from reme_core.api import (
     AgentResult,
     AgentTask,
     AgentToolCall,
     AgentWrapper,
     ComponentSettings,
-    Llm,
-)
-from reme_core.errors import ConfigError, LlmError, RemeError
-from reme_core.pipelines.prompts import Prompts, load_prompts
-from reme_core.service.operations import (
+    ConfigError,
     DeleteInput,
     EditInput,
     FrontmatterInput,
-    Input,
     ListInput,
+    Llm,
+    LlmError,
     MoveInput,
+    OperationInput,
     PathInput,
+    Prompts,
     ReadInput,
+    RemeError,
     WriteInput,
+    hookimpl,
+    load_prompts,
 )
 
 if TYPE_CHECKING:
-    from reme_core.workspace.tools import FileTools
+    from reme_core.api import FileTools
 
 ToolName = Literal["read", "ls", "stat", "write", "edit", "frontmatter", "move", "delete"]
 
@@ -60,7 +61,7 @@ class AgentAction(BaseModel):
 
 
 # The same argument models as the API's operations: one definition of what each tool accepts.
-ARGS: dict[str, type[Input]] = {
+ARGS: dict[str, type[OperationInput]] = {
     "read": ReadInput,
     "ls": ListInput,
     "stat": PathInput,
@@ -164,7 +165,7 @@ class ToolLoopAgent(AgentWrapper):
         )
 
 
-def _execute(tool: str, args: Input, tools: FileTools) -> BaseModel:
+def _execute(tool: str, args: OperationInput, tools: FileTools) -> BaseModel:
     values = args.model_dump()
     if tool == "frontmatter":
         return tools.update_frontmatter(**values)

@@ -32,24 +32,31 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
-from reme_core import hookimpl
-from reme_core.components import ComponentSettings, Step, estimate_tokens
-from reme_core.errors import (
+from reme_core.api import (
+    ComponentSettings,
     ConfigError,
     ConflictError,
     LlmError,
+    Note,
     NotFoundError,
+    Prompts,
+    Proposal,
     RemeError,
+    ReviewApi,
+    Reviewer,
+    Step,
     WorkspaceError,
+    atomic_write,
+    batches,
+    content_hash,
+    estimate_tokens,
+    fit,
+    hookimpl,
+    named_lock,
+    normalise_tags,
+    parse_note,
+    update_frontmatter,
 )
-from reme_core.pipelines.budget import batches, fit
-from reme_core.pipelines.locks import named_lock
-from reme_core.pipelines.prompts import Prompts
-from reme_core.review import Proposal, ReviewApi, Reviewer
-from reme_core.workspace import frontmatter as fm
-from reme_core.workspace.hashing import content_hash
-from reme_core.workspace.notes import Note, normalise_tags, parse_note
-from reme_core.workspace.tools import atomic_write
 
 CHECKPOINT_FILE = "auto_tag.json"
 RESOURCE_DIR = "resource/"
@@ -130,7 +137,7 @@ class Checkpoint:
 def check_tags(path: str, before: str, after: str, tags: Sequence[str]) -> list[str]:
     """The TAG contract: ``after`` is ``before`` with only its ``tags`` set to ``tags``, and no
     tag that was there is dropped. Returns the checks passed; WorkspaceError when one fails."""
-    if fm.update_frontmatter(before, {"tags": list(tags)}, path=path) != after:
+    if update_frontmatter(before, {"tags": list(tags)}, path=path) != after:
         raise WorkspaceError(f"the proposed text of {path} changes more than its tags")
     existing = written_tags(parse_note(path, before).frontmatter.get("tags"))
     dropped = set(normalise_tags(existing)) - set(normalise_tags(list(tags)))
@@ -387,7 +394,7 @@ class AutoTagStep(Step):
             checkpoint.notes[candidate.path] = candidate.content_hash
             if merged == existing:
                 continue
-            after = fm.update_frontmatter(candidate.text, {"tags": merged}, path=candidate.path)
+            after = update_frontmatter(candidate.text, {"tags": merged}, path=candidate.path)
             added = [t for t in merged if t not in existing]
             proposal = api.propose(
                 pipeline=run.name,

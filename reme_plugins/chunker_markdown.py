@@ -15,9 +15,7 @@ from typing import ClassVar
 
 import yaml
 
-from reme_core import hookimpl
-from reme_core.components import Chunker, ComponentSettings
-from reme_core.schema import Chunk
+from reme_core.api import Chunk, Chunker, ComponentSettings, hookimpl
 from reme_plugins.chunker_text import LinePacker, SizedChunkerSettings, split_lines
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")

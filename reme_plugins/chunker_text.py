@@ -13,9 +13,7 @@ from typing import ClassVar
 
 from pydantic import Field, model_validator
 
-from reme_core import hookimpl
-from reme_core.components import Chunker, ComponentSettings
-from reme_core.schema import Chunk
+from reme_core.api import Chunk, Chunker, ComponentSettings, hookimpl
 
 
 class SizedChunkerSettings(ComponentSettings):

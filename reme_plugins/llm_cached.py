@@ -32,16 +32,17 @@ from typing import Any, ClassVar
 
 from pydantic import Field, ValidationError
 
-from reme_core import hookimpl
-from reme_core.components import (
+from reme_core.api import (
     ComponentContext,
+    ComponentSelection,
     ComponentSettings,
+    ConfigError,
     Llm,
     ModelT,
+    hookimpl,
     required_settings,
+    resolve_component,
 )
-from reme_core.errors import ConfigError
-from reme_core.settings import ComponentSelection, resolve_component
 
 DEFAULT_DIR = "~/.cache/reme/llm"
 
@@ -172,7 +173,7 @@ def _build_inner(selection: ComponentSelection, context: ComponentContext | None
     process's plugin manager only for a cached llm built without them (outside a workspace)."""
     plugins = context.plugins if context is not None else None
     if plugins is None:
-        from reme_core.plugins import load_plugins
+        from reme_core.api import load_plugins
 
         plugins = load_plugins()
     cls, settings = resolve_component(plugins, "llm", selection, "components.llm.settings.inner")

@@ -31,15 +31,15 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, ValidationError
 
-from reme_core import hookimpl
-from reme_core.components import (
+from reme_core.api import (
     ComponentContext,
     ComponentSettings,
     Llm,
+    LlmError,
     ModelT,
+    hookimpl,
     required_settings,
 )
-from reme_core.errors import LlmError
 from reme_plugins.openai_endpoint import (
     EndpointSettings,
     api_key,

@@ -21,17 +21,17 @@ from typing import Any, ClassVar
 
 from pydantic import Field, ValidationError
 
-from reme_core import hookimpl
-from reme_core.components import (
+from reme_core.api import (
     ComponentContext,
     ComponentSettings,
     Llm,
+    LlmError,
     ModelT,
     estimate_tokens,
+    hookimpl,
     required_settings,
     settings_path,
 )
-from reme_core.errors import LlmError
 
 TEXT = "text"
 """The kind of a ``complete`` call; a ``structured`` call's kind is its response model's name."""

@@ -8,7 +8,7 @@ import os
 
 from pydantic import Field
 
-from reme_core.components import ComponentSettings
+from reme_core.api import ComponentSettings
 
 MAX_RETRY_AFTER = 60.0
 

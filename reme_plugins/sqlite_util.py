@@ -10,8 +10,7 @@ from pathlib import Path
 
 from pydantic import field_validator
 
-from reme_core.components import ComponentContext, ComponentSettings
-from reme_core.errors import PluginError, RemeError
+from reme_core.api import ComponentContext, ComponentSettings, PluginError, RemeError
 
 
 def open_db(path: Path, schema: str, schema_version: int) -> sqlite3.Connection:

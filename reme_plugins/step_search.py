@@ -16,10 +16,7 @@ from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
-from reme_core import hookimpl
-from reme_core.components import Step
-from reme_core.errors import SearchError
-from reme_core.schema import SearchFilters
+from reme_core.api import SearchError, SearchFilters, Step, hookimpl
 
 FILTER_KEYS = ("paths", "tags", "tag_mode", "since", "until", "statuses")
 

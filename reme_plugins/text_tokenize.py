@@ -25,7 +25,7 @@ from types import ModuleType
 
 import Stemmer
 
-from reme_core.errors import ConfigError
+from reme_core.api import ConfigError
 
 TOKENIZER_VERSION = 2
 """Bumped whenever the output for the same text changes, so stored indexes know to rebuild."""

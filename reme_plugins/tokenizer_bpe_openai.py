@@ -15,9 +15,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from reme_core import hookimpl
-from reme_core.components import ComponentContext, ComponentSettings, Tokenizer
-from reme_core.errors import ConfigError
+from reme_core.api import ComponentContext, ComponentSettings, ConfigError, Tokenizer, hookimpl
 
 PACKAGE = "bpe_openai"
 

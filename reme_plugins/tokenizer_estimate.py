@@ -17,8 +17,7 @@ from typing import ClassVar, Literal, NamedTuple
 
 from pydantic import Field
 
-from reme_core import hookimpl
-from reme_core.components import ComponentSettings, Tokenizer
+from reme_core.api import ComponentSettings, Tokenizer, hookimpl
 
 CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 """Kana, CJK ideographs (with extension A and compatibility forms) and Hangul."""

@@ -15,9 +15,14 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from reme_core import hookimpl
-from reme_core.components import ComponentContext, ComponentSettings, Tokenizer, settings_path
-from reme_core.errors import ConfigError
+from reme_core.api import (
+    ComponentContext,
+    ComponentSettings,
+    ConfigError,
+    Tokenizer,
+    hookimpl,
+    settings_path,
+)
 
 
 class HfTokenizer(Tokenizer):

@@ -31,17 +31,20 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import field_validator
 
-from reme_core import hookimpl
-from reme_core.components import ComponentContext, ComponentSettings, FileStore, VectorRecord
-from reme_core.errors import (
+from reme_core.api import (
+    ComponentContext,
+    ComponentSettings,
     ConfigError,
     EmbeddingError,
+    FileStore,
     PluginError,
     RemeError,
+    SearchFilters,
     StoreBusyError,
+    VectorRecord,
+    hookimpl,
+    path_matches,
 )
-from reme_core.schema import SearchFilters
-from reme_core.workspace.paths import path_matches
 from reme_plugins.tag_sqlite import normalise_tag
 
 try:  # the lock file needs flock; where it is missing (Windows) the embedded store is unguarded

@@ -17,10 +17,15 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from reme_core import hookimpl
-from reme_core.components import ComponentContext, ComponentSettings, FileStore, VectorRecord
-from reme_core.schema import SearchFilters
-from reme_core.workspace.paths import path_matches
+from reme_core.api import (
+    ComponentContext,
+    ComponentSettings,
+    FileStore,
+    SearchFilters,
+    VectorRecord,
+    hookimpl,
+    path_matches,
+)
 from reme_plugins.sqlite_util import LockedDb, SqliteFileSettings, open_db, state_file
 from reme_plugins.vector_filters import (
     VectorStoreError,

@@ -27,10 +27,17 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import Field, field_validator
 
-from reme_core import hookimpl
-from reme_core.components import ComponentContext, ComponentSettings, FileStore, VectorRecord
-from reme_core.errors import PluginError, RemeError, StoreBusyError
-from reme_core.schema import SearchFilters
+from reme_core.api import (
+    ComponentContext,
+    ComponentSettings,
+    FileStore,
+    PluginError,
+    RemeError,
+    SearchFilters,
+    StoreBusyError,
+    VectorRecord,
+    hookimpl,
+)
 from reme_plugins.sqlite_util import check_filename
 from reme_plugins.vector_filters import (
     VectorStoreError,

@@ -24,9 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from reme_core.components import Llm
-from reme_core.light import AgentContext, SessionMemory, format_hits
-from reme_core.runtime import Reme
+from reme_core.api import AgentContext, Llm, Reme, SessionMemory, format_hits
 from reme_plugins.llm_scripted import ScriptedLlm
 
 HERE = Path(__file__).resolve().parent

@@ -24,9 +24,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from reme_core.components import ComponentSettings, Step
-from reme_core.errors import NotFoundError
-from reme_core.redact import redact
+from reme_core.api import ComponentSettings, NotFoundError, Step, redact
 from reme_plugins.auto_memory.cursor import cursor_file, read_state, write_state
 from reme_plugins.auto_memory.request import FLUSH_IDLE, flush_param
 from reme_plugins.auto_memory.transcript import (

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from reme_core.workspace.tools import atomic_write
+from reme_core.api import atomic_write
 from reme_plugins.auto_memory.transcript import AutoMemoryError
 
 

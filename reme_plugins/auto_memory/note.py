@@ -17,15 +17,20 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from reme_core.errors import RemeError
-from reme_core.pipelines.prompts import LANGUAGES, Prompts, load_prompts
-from reme_core.workspace.frontmatter import parse_frontmatter, split_frontmatter
-from reme_core.workspace.hashing import content_hash
-from reme_core.workspace.tools import split_lines
+from reme_core.api import (
+    PROMPT_LANGUAGES,
+    Prompts,
+    RemeError,
+    content_hash,
+    load_prompts,
+    parse_frontmatter,
+    split_frontmatter,
+    split_lines,
+)
 from reme_plugins.auto_memory.transcript import AutoMemoryError, Entry
 
 if TYPE_CHECKING:
-    from reme_core.runtime import Reme
+    from reme_core.api import Reme
 
 _HEADING = re.compile(r"^## +(?P<text>.+?)[ \t#]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -62,7 +67,7 @@ class Labels:
 def known_headings(package: str = "reme_plugins", name: str = "auto_memory") -> dict[str, set[str]]:
     """Each section's heading in every language the prompt file has (casefolded)."""
     known: dict[str, set[str]] = {section: set() for section in SECTIONS}
-    for language in LANGUAGES:
+    for language in PROMPT_LANGUAGES:
         try:
             labels = Labels.from_prompts(load_prompts(package, name, language))
         except RemeError:

@@ -9,9 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from reme_core.components import estimate_tokens
-from reme_core.pipelines.budget import batches
-from reme_core.pipelines.prompts import Prompts
+from reme_core.api import Prompts, batches, estimate_tokens
 from reme_plugins.auto_memory.note import Labels, NoteBody, NoteState, Section
 from reme_plugins.auto_memory.request import AutoMemorySettings
 from reme_plugins.auto_memory.transcript import Entry, Transcript

@@ -9,8 +9,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from reme_core.components import ComponentSettings
-from reme_core.redact import redact
+from reme_core.api import ComponentSettings, redact
 from reme_plugins.auto_memory.transcript import (
     MAX_HINT_CHARS,
     AutoMemoryError,

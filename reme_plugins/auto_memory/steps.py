@@ -24,11 +24,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from reme_core import hookimpl
-from reme_core.components import Step
-from reme_core.errors import ConfigError, RemeError
-from reme_core.pipelines.locks import named_lock
-from reme_core.pipelines.prompts import Prompts
+from reme_core.api import ConfigError, Prompts, RemeError, Step, hookimpl, named_lock
 from reme_plugins.auto_memory.claude_code import ClaudeCodeTranscriptStep
 from reme_plugins.auto_memory.cursor import pending_sessions
 from reme_plugins.auto_memory.request import (

@@ -16,13 +16,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from reme_core.errors import RemeError
-from reme_core.redact import redact
-from reme_core.workspace.hashing import content_hash
-from reme_core.workspace.tools import split_lines
+from reme_core.api import RemeError, content_hash, redact, split_lines
 
 if TYPE_CHECKING:
-    from reme_core.runtime import Reme
+    from reme_core.api import Reme
 
 ROLES = ("user", "assistant", "system", "tool")
 SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}")

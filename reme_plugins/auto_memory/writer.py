@@ -20,11 +20,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from reme_core.components import AgentTask
-from reme_core.errors import LlmError
-from reme_core.pipelines.prompts import Prompts
-from reme_core.workspace.frontmatter import dump_note, update_frontmatter
-from reme_core.workspace.notes import note_date
+from reme_core.api import AgentTask, LlmError, Prompts, dump_note, note_date, update_frontmatter
 from reme_plugins.auto_memory import note as notes
 from reme_plugins.auto_memory.cursor import SessionCursor, load_cursor, save_cursor
 from reme_plugins.auto_memory.draft import CheckedFact, NoteDraft, check_draft
@@ -41,7 +37,7 @@ from reme_plugins.auto_memory.transcript import (
 )
 
 if TYPE_CHECKING:
-    from reme_core.pipelines.run import PipelineRun
+    from reme_core.api import PipelineRun
 
 STATUS_ORDER = ("written", "updated", "unsummarised", "trivial", "deferred", "unchanged")
 MAX_NAME_CHARS = 200

@@ -14,17 +14,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from reme_core.components import AgentTask, estimate_tokens
-from reme_core.errors import LlmError, RemeError, WorkspaceError
-from reme_core.pipelines.prompts import Prompts
-from reme_core.workspace import frontmatter as fm
-from reme_core.workspace.edits import NoteSnapshot
-from reme_core.workspace.hashing import content_hash
+from reme_core.api import (
+    AgentTask,
+    LlmError,
+    NoteSnapshot,
+    Prompts,
+    RemeError,
+    WorkspaceError,
+    content_hash,
+    estimate_tokens,
+    parse_frontmatter,
+)
 from reme_plugins.auto_resource import note
 from reme_plugins.auto_resource.readers import ResourceSkipped, ResourceText
 
 if TYPE_CHECKING:
-    from reme_core.pipelines.run import PipelineRun
+    from reme_core.api import PipelineRun
 
 
 class AgentNoteRejected(RemeError):
@@ -92,7 +97,7 @@ class AgentNoteWriter:
         if before is not None and written == before[1]:
             return "it left the note unchanged", written
         try:
-            front, _ = fm.parse_frontmatter(text, path)
+            front, _ = parse_frontmatter(text, path)
         except WorkspaceError as exc:
             return str(exc), written
         for key in ("name", "description"):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from reme_core.index.catalog import Catalog
+from reme_core.api import Catalog
 
 RESOURCE_DIR = "resource"
 ARCHIVED_PREFIX = "source "

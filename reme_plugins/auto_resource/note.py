@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reme_core.pipelines.prompts import Prompts
-from reme_core.workspace import frontmatter as fm
+from reme_core.api import Prompts, dump_note, split_frontmatter, update_frontmatter
 from reme_plugins.auto_resource.summarise import ResourceSummary
 
 ARCHIVE_KEYS = ("status", "archived_reason")
@@ -47,14 +46,14 @@ def body(summary: ResourceSummary, source: str, labels: Prompts, max_key_points:
 
 
 def new_note(keys: dict[str, Any], text: str) -> str:
-    return fm.dump_note(keys, text)
+    return dump_note(keys, text)
 
 
 def rewritten(old: str, path: str, keys: dict[str, Any], text: str, reactivate: bool) -> str:
     """``old`` with the owned keys set and its body replaced by ``text``."""
     remove = ARCHIVE_KEYS if reactivate else ()
-    updated = fm.update_frontmatter(old, keys, remove, path=path)
-    block = fm.split_frontmatter(updated, path)
+    updated = update_frontmatter(old, keys, remove, path=path)
+    block = split_frontmatter(updated, path)
     head = updated[: block.body_start] if block is not None else ""
     return head + text
 
@@ -63,4 +62,4 @@ def renamed(old: str, path: str, before: str, after: str, reactivate: bool) -> s
     """``old`` pointing at ``after`` instead of ``before``; the summary still holds (same bytes)."""
     moved = old.replace(link(before), link(after))
     remove = ARCHIVE_KEYS if reactivate else ()
-    return fm.update_frontmatter(moved, {"source_resource": link(after)}, remove, path=path)
+    return update_frontmatter(moved, {"source_resource": link(after)}, remove, path=path)

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from reme_core.errors import RemeError
+from reme_core.api import RemeError
 
 BINARY_SNIFF_BYTES = 8192
 

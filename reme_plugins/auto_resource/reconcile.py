@@ -17,17 +17,19 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
-from reme_core.components import Llm
-from reme_core.errors import (
+from reme_core.api import (
     ConflictError,
+    Llm,
     LlmError,
+    LockTimeout,
     NotFoundError,
     PathOutsideWorkspaceError,
     WorkspaceError,
+    WorkspacePaths,
+    content_hash,
+    named_lock,
+    path_matches,
 )
-from reme_core.pipelines.locks import LockTimeout, named_lock
-from reme_core.workspace import WorkspacePaths, path_matches
-from reme_core.workspace.hashing import content_hash
 from reme_plugins.auto_resource import note
 from reme_plugins.auto_resource.agentic import AgentNoteRejected, AgentNoteWriter
 from reme_plugins.auto_resource.claims import ARCHIVED_PREFIX, RESOURCE_DIR, Claim, find_claims
@@ -35,7 +37,7 @@ from reme_plugins.auto_resource.readers import ResourceSkipped, read_resource
 from reme_plugins.auto_resource.summarise import Summariser
 
 if TYPE_CHECKING:
-    from reme_core.pipelines.run import PipelineRun
+    from reme_core.api import PipelineRun
 
 Action = Literal["created", "updated", "renamed", "restored", "archived"]
 

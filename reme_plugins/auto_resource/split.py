@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from reme_core.components import estimate_tokens
-from reme_core.pipelines.budget import batches, cut
+from reme_core.api import batches, cut, estimate_tokens
 
 SEPARATOR = "\n\n"
 

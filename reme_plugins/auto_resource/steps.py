@@ -14,9 +14,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from reme_core import hookimpl
-from reme_core.components import ComponentSettings, Step
-from reme_core.errors import ConfigError
+from reme_core.api import ComponentSettings, ConfigError, Step, hookimpl
 from reme_plugins.auto_resource.reconcile import Limits, Reconciler, resource_path
 
 

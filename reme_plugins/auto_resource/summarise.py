@@ -13,10 +13,16 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from reme_core.components import Llm, ModelT, estimate_tokens
-from reme_core.errors import ConfigError
-from reme_core.pipelines.budget import batches, fit, joined_tokens
-from reme_core.pipelines.prompts import Prompts
+from reme_core.api import (
+    ConfigError,
+    Llm,
+    ModelT,
+    Prompts,
+    batches,
+    estimate_tokens,
+    fit,
+    joined_tokens,
+)
 from reme_plugins.auto_resource.readers import ResourceSkipped, ResourceText
 from reme_plugins.auto_resource.split import SEPARATOR, pack
 

@@ -18,10 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from reme_core.components import AgentResult, AgentTask
-from reme_core.errors import LlmError
-from reme_core.pipelines.prompts import Prompts
-from reme_core.workspace.edits import NoteSnapshot
+from reme_core.api import AgentResult, AgentTask, LlmError, NoteSnapshot, Prompts
 
 from .sources import target_path
 from .units import Decision, DecisionRejected, DreamUnit, Verb

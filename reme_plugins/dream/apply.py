@@ -9,8 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reme_core.errors import FrontmatterError
-from reme_core.workspace import frontmatter as fm
+from reme_core.api import (
+    FrontmatterError,
+    dump_note,
+    parse_frontmatter,
+    split_frontmatter,
+    update_frontmatter,
+)
 
 from .sources import LinkKeys, add_sources, target_path
 from .units import Decision, DecisionRejected, DreamUnit
@@ -74,8 +79,8 @@ def _model_text(decision: Decision, target: str, before: str | None) -> str:
 def _with_defaults(text: str, target: str, unit: DreamUnit) -> str:
     """A new node gets ``name`` and ``description`` from its unit when the model left them out."""
     try:
-        block = fm.split_frontmatter(text, target)
-        current, _ = fm.parse_frontmatter(text, target)
+        block = split_frontmatter(text, target)
+        current, _ = parse_frontmatter(text, target)
     except FrontmatterError as exc:
         raise DecisionRejected(f"the content's frontmatter is invalid: {exc}") from None
     defaults = {
@@ -86,8 +91,8 @@ def _with_defaults(text: str, target: str, unit: DreamUnit) -> str:
     if not missing:
         return text
     if block is None:
-        return fm.dump_note(missing, "\n" + text.lstrip("\n"))
+        return dump_note(missing, "\n" + text.lstrip("\n"))
     try:
-        return fm.update_frontmatter(text, missing, path=target)
+        return update_frontmatter(text, missing, path=target)
     except FrontmatterError as exc:
         raise DecisionRejected(f"the content's frontmatter is invalid: {exc}") from None

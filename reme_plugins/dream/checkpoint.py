@@ -23,7 +23,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from reme_core.workspace.tools import atomic_write
+from reme_core.api import atomic_write
 
 from .units import DreamError, DreamUnit, UnitOutcome
 

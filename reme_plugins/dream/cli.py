@@ -7,13 +7,16 @@ from typing import Any
 
 import click
 
-from reme_core.cli.options import emit, workspace_options
-from reme_core.cli.search_cmd import sync_before_search
-from reme_core.client import RemoteReme
-from reme_core.errors import ConfigError
-from reme_core.pipelines.engine import PipelineResult
-from reme_core.pipelines.run import PipelineRun
-from reme_core.runtime import Reme
+from reme_core.api import (
+    ConfigError,
+    PipelineResult,
+    PipelineRun,
+    Reme,
+    RemoteReme,
+    catch_up,
+    emit,
+    workspace_options,
+)
 
 PIPELINE = "dream"
 REASON_CHARS = 100
@@ -43,7 +46,7 @@ def dream_command(
         if not isinstance(reme, RemoteReme):  # a server checks its own model
             # Say so before anything runs, rather than as a step failure.
             PipelineRun(reme=reme, name=PIPELINE, llm=reme.llm_for(PIPELINE)).require_llm(PIPELINE)
-        sync_before_search(reme)  # edits made outside reme count as changes to consolidate
+        catch_up(reme)  # edits made outside reme count as changes to consolidate
         result = reme.run(PIPELINE, params)
     emit(result, as_json, render)
     failures = len(result.outputs.get("failed", [])) + len(

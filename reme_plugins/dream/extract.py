@@ -15,11 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from reme_core.components import Llm, estimate_tokens
-from reme_core.errors import LlmError
-from reme_core.pipelines.budget import batches, cut
-from reme_core.pipelines.prompts import Prompts
-from reme_core.workspace.hashing import content_hash
+from reme_core.api import Llm, LlmError, Prompts, batches, content_hash, cut, estimate_tokens
 
 from .checkpoint import Checkpoint
 from .sources import note_path

@@ -15,13 +15,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from reme_core.components import Llm
-from reme_core.errors import LlmError, RemeError, SearchError, WorkspaceError
-from reme_core.pipelines.budget import head_lines
-from reme_core.pipelines.prompts import Prompts
-from reme_core.schema import SearchFilters
-from reme_core.workspace.hashing import content_hash
-from reme_core.workspace.wikilinks import LinkResolver
+from reme_core.api import (
+    LinkResolver,
+    Llm,
+    LlmError,
+    Prompts,
+    RemeError,
+    SearchError,
+    SearchFilters,
+    WorkspaceError,
+    content_hash,
+    head_lines,
+)
 
 from .agentic import AgentIntegration
 from .apply import apply_decision

@@ -15,8 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from reme_core.pipelines.locks import named_lock
-from reme_core.review import Proposal, ReviewApi, Reviewer
+from reme_core.api import Proposal, ReviewApi, Reviewer, named_lock
 
 from .checkpoint import (
     Checkpoint,

@@ -10,7 +10,7 @@ import posixpath
 import re
 from dataclasses import dataclass
 
-from reme_core.workspace.wikilinks import LinkResolver, parse_links
+from reme_core.api import LinkResolver, parse_links
 
 SOURCES_HEADING = "## Sources"
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")

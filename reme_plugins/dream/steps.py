@@ -18,10 +18,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, ValidationError
 
-from reme_core import hookimpl
-from reme_core.components import ComponentSettings, Step
-from reme_core.errors import ConfigError
-from reme_core.pipelines.locks import named_lock
+from reme_core.api import ComponentSettings, ConfigError, Step, hookimpl, named_lock
 
 from .agentic import AgentIntegration
 from .checkpoint import load_checkpoint, record_run, save_checkpoint

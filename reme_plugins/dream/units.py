@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from reme_core.errors import RemeError
+from reme_core.api import RemeError
 
 Bucket = Literal["procedure", "personal", "wiki"]
 BUCKETS: tuple[str, ...] = ("procedure", "personal", "wiki")

@@ -19,9 +19,7 @@ import difflib
 import re
 from collections.abc import Callable, Sequence
 
-from reme_core.errors import RemeError
-from reme_core.workspace.notes import parse_note
-from reme_core.workspace.wikilinks import parse_links
+from reme_core.api import RemeError, parse_links, parse_note
 
 from .apply import Applied
 from .sources import LinkKeys, is_bucket_path, normalise_path, sources_text, target_path

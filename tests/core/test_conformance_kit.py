@@ -16,8 +16,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = '''
-from reme_core.components import Chunker
-from reme_core.schema import Chunk
+from reme_core.api import Chunk, Chunker
 
 
 class LineChunker(Chunker):

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import click
 
-from reme_core import hookimpl
-from reme_core.components import Chunker
-from reme_core.schema import Chunk
+from reme_core.api import Chunk, Chunker, hookimpl
 
 
 class WholeFileChunker(Chunker):

@@ -12,11 +12,9 @@ from pathlib import Path
 import pytest
 from reme_agent_cli import CliAgentWrapper
 
-from reme_core.components import AgentTask
-from reme_core.plugins import Plugins
+from reme_core.api import AgentTask, FileTools, Journal, Plugins, find_state_dir
 from reme_core.testing import AgentWrapperConformance
 from reme_core.testing.agent_wrapper import Answer, Call, Fail, Scenario, seed_workspace
-from reme_core.workspace import FileTools, Journal, find_state_dir
 
 FAKE = Path(__file__).with_name("fake_claude.py")
 
@@ -103,10 +101,7 @@ def test_auto_resource_runs_through_it_in_agentic_mode(tmp_path: Path) -> None:
 
     import reme_agent_cli
 
-    from reme_core.plugins import load_plugins
-    from reme_core.runtime import Reme
-    from reme_core.workspace import init_workspace
-    from reme_core.workspace.notes import parse_note
+    from reme_core.api import Reme, init_workspace, load_plugins, parse_note
 
     root = tmp_path / "ws"
     init_workspace(root)

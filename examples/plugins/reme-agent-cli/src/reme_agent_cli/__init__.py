@@ -31,17 +31,18 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from reme_core import hookimpl
-from reme_core.components import (
+from reme_core.api import (
     AgentResult,
     AgentTask,
     AgentToolCall,
     AgentWrapper,
     ComponentSettings,
+    FileTools,
     Llm,
+    RemeError,
+    content_hash,
+    hookimpl,
 )
-from reme_core.errors import RemeError
-from reme_core.workspace import FileTools, content_hash
 
 DEFAULT_COMMAND = [
     "claude",
