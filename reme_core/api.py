@@ -106,7 +106,15 @@ if TYPE_CHECKING:
     from reme_core.runtime import Reme
     from reme_core.schema import Chunk, Link, LinkedNote, SearchFilters, SearchHit, SearchResponse
     from reme_core.schema.chunk import chunk_path
+    from reme_core.schema.tags import normalise_tag
     from reme_core.search.engine import MAX_LIMIT as MAX_SEARCH_LIMIT
+    from reme_core.search.record_filters import (
+        date_ok,
+        expand_tags,
+        query_tags,
+        tags_ok,
+    )
+    from reme_core.search.record_filters import matches as record_matches
     from reme_core.service.operations import (
         DeleteInput,
         EditInput,
@@ -242,12 +250,14 @@ __all__ = [
     "current_command",
     "cut",
     "dataset_file",
+    "date_ok",
     "dedupe",
     "diff_manifests",
     "dump_note",
     "emit",
     "estimate_tokens",
     "evidence_recall",
+    "expand_tags",
     "find_state_dir",
     "fit",
     "format_hits",
@@ -261,12 +271,15 @@ __all__ = [
     "metric_table",
     "named_configs",
     "named_lock",
+    "normalise_tag",
     "normalise_tags",
     "note_date",
     "parse_frontmatter",
     "parse_links",
     "parse_note",
     "path_matches",
+    "query_tags",
+    "record_matches",
     "redact",
     "required_settings",
     "resolve_component",
@@ -279,6 +292,7 @@ __all__ = [
     "side_by_side",
     "split_frontmatter",
     "split_lines",
+    "tags_ok",
     "update_frontmatter",
     "validate_components",
     "with_llm_cache",
@@ -301,6 +315,11 @@ _SOURCES: dict[str, str] = {
     # Data models components receive and return.
     "reme_core.schema": "Chunk Link LinkedNote SearchFilters SearchHit SearchResponse",
     "reme_core.schema.chunk": "chunk_path",
+    "reme_core.schema.tags": "normalise_tag",
+    # The exact meaning of SearchFilters for one stored record, which a vector store is held to.
+    "reme_core.search.record_filters": (
+        "date_ok expand_tags query_tags tags_ok record_matches=matches"
+    ),
     "reme_core.search.engine": "MAX_SEARCH_LIMIT=MAX_LIMIT",
     # Errors.
     "reme_core.errors": (

@@ -15,11 +15,10 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from reme_core import hookimpl
-from reme_core.components import ComponentContext, ComponentSettings, TagIndex
+from reme_core.api import ComponentContext, ComponentSettings, TagIndex, hookimpl
 
 # Defined in the core (the drift check needs it too); importing it from here keeps working.
-from reme_core.schema.tags import normalise_tag as normalise_tag
+from reme_core.api import normalise_tag as normalise_tag
 from reme_plugins.sqlite_util import LockedDb, SqliteFileSettings, open_db, state_file
 
 SCHEMA_VERSION = 1

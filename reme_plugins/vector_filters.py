@@ -18,14 +18,12 @@ import numpy as np
 
 from reme_core.api import RemeError, SearchFilters
 
-# Re-exported: the stores import them from here.
-from reme_core.search.record_filters import (  # noqa: F401
-    date_ok,
-    expand_tags,
-    matches,
-    query_tags,
-    tags_ok,
-)
+# Re-exported (``x as x``): the stores import them from here.
+from reme_core.api import date_ok as date_ok
+from reme_core.api import expand_tags as expand_tags
+from reme_core.api import query_tags as query_tags
+from reme_core.api import record_matches as matches  # noqa: F401  (re-exported under its old name)
+from reme_core.api import tags_ok as tags_ok
 
 
 class VectorStoreError(RemeError):
