@@ -37,6 +37,7 @@ from reme_core.server.http_errors import (
 )
 from reme_core.server.routes import BEARER, Caller, caller, operation_router
 from reme_core.server.security import SecurityMiddleware
+from reme_core.server.studio_host import STUDIO_HOST
 from reme_core.server.workspaces import WorkspaceRegistry
 from reme_core.settings import Settings
 from reme_core.studio import STUDIO_PATHS, STUDIO_PREFIX, mount_studio
@@ -91,7 +92,7 @@ def create_app(
     app.include_router(operation_router(registry))
     _add_status_routes(app, registry)
     # The web workspace at / (its pages check the session cookie or a bearer token themselves).
-    studio = mount_studio(app, settings, registry, token_store)
+    studio = mount_studio(app, settings, registry, token_store, STUDIO_HOST)
     add_api_docs(app, studio)
     if mcp_app is not None:
         app.router.routes.append(Route(MCP_PATH, _Asgi(mcp_app), include_in_schema=False))

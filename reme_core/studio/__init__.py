@@ -9,25 +9,30 @@ through the operations dispatcher as the logged-in token (``web.Page.op``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fastapi import FastAPI, Request
 from starlette.responses import Response
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from reme_core.server.auth import TokenStore
-from reme_core.server.workspaces import WorkspaceRegistry
-from reme_core.settings import Settings
 from reme_core.studio import actions, pages
 from reme_core.studio.sessions import Sessions
-from reme_core.studio.web import (
+from reme_core.studio.site import (
     HERE,
     STATIC_URL,
     OpFailed,
     Respond,
     Studio,
+    StudioHost,
     secure,
     wants_fragment,
 )
+
+if TYPE_CHECKING:
+    from reme_core.server.auth import TokenStore
+    from reme_core.server.workspaces import WorkspaceRegistry
+    from reme_core.settings import Settings
 
 STUDIO_PATHS = ("/", "/studio")
 """Exact paths the studio answers, besides everything under ``/studio/``."""
@@ -35,12 +40,16 @@ STUDIO_PREFIX = "/studio/"
 
 
 def mount_studio(
-    app: FastAPI, settings: Settings, registry: WorkspaceRegistry, store: TokenStore | None
+    app: FastAPI,
+    settings: Settings,
+    registry: WorkspaceRegistry,
+    store: TokenStore | None,
+    host: StudioHost,
 ) -> Studio:
-    """Add the studio's pages, actions and static files to ``app``. Its routes authenticate
-    themselves (session cookie or bearer token): exempt ``STUDIO_PATHS`` and ``STUDIO_PREFIX``
-    from the API's bearer-only middleware."""
-    studio = Studio(settings, registry, Sessions(store))
+    """Add the studio's pages, actions and static files to ``app``, run through ``host`` (the
+    server's dispatcher). Its routes authenticate themselves (session cookie or bearer token):
+    exempt ``STUDIO_PATHS`` and ``STUDIO_PREFIX`` from the API's bearer-only middleware."""
+    studio = Studio(settings, registry, Sessions(store), host)
     app.include_router(pages.router(studio))
     app.include_router(actions.router(studio))
     app.mount(STATIC_URL, _Static(StaticFiles(directory=HERE / "static")), name="studio-static")

@@ -3,7 +3,7 @@ switching a live session to another token only once its owner confirms.
 
 A URL can be put in front of a browser by anyone: an image in a note (``![x](/?token=READ)``),
 a link on another site. So a URL token is accepted only from a top-level navigation that is not
-cross-site (``security.url_login_refusal``), and when the browser already has a session for a
+cross-site (the server's ``security.url_login_refusal``), and when the browser already has a session for a
 different token it is asked first ("you are signed in as X; switch?"): the switch happens only on
 a POST carrying that session's CSRF token, which no other page can read.
 """
@@ -14,7 +14,6 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from reme_core.server.security import url_login_refusal
 from reme_core.service.principal import Principal
 from reme_core.studio.sessions import CSRF_FIELD, Session, same_secret, session_csrf_ok
 from reme_core.studio.site import OpFailed, Studio, secure, without_token
@@ -27,7 +26,7 @@ def url_login(studio: Studio, request: Request) -> Response:
     to = without_token(request)
     if not studio.auth:  # nothing to log in with: just take the token out of the address bar
         return _redirect(to)
-    refusal = url_login_refusal(request.headers)
+    refusal = studio.host.url_login_refusal(request.headers)
     if refusal is not None:
         message = f"{refusal}: open the link yourself, or paste the token below."
         return studio.login_page(request, message, status=403)

@@ -15,12 +15,15 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from starlette.requests import Request
 
 from reme_core.errors import ConfigError
-from reme_core.server.auth import TokenStore
 from reme_core.service.principal import LOCAL_ADMIN, Principal
+
+if TYPE_CHECKING:
+    from reme_core.server.auth import TokenStore
 
 COOKIE_PREFIX = "reme_studio_"
 CSRF_HEADER = "x-csrf-token"

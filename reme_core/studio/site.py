@@ -2,13 +2,16 @@
 every page shares (security headers, a login page, an error to show, a redirect to send).
 
 Below both ``login`` and ``web``: logging in needs the site, and ``web.open_page`` logs a visitor
-in from a ``?token=`` URL.
+in from a ``?token=`` URL. What the studio needs from the server that mounts it (its operations
+dispatcher, how it shows the dispatcher's errors, its login-URL check) is declared here as
+``StudioHost`` and handed in, so the studio imports nothing of the server.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlencode
 
 import jinja2
@@ -16,10 +19,13 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from reme_core import __version__
-from reme_core.server.workspaces import WorkspaceRegistry
-from reme_core.settings import Settings
 from reme_core.studio.render import diff_lines, highlight
 from reme_core.studio.sessions import InvalidToken, Sessions
+
+if TYPE_CHECKING:
+    from reme_core.server.workspaces import WorkspaceRegistry
+    from reme_core.service.principal import Principal
+    from reme_core.settings import Settings
 
 HERE = Path(__file__).parent
 STATIC_URL = "/studio/static"
@@ -59,13 +65,49 @@ class OpFailed(Exception):
         self.message = message
 
 
-class Studio:
-    """The studio's shared state: sessions, templates, the workspaces it serves."""
+class StudioHost(Protocol):
+    """What the studio needs from the server that mounts it; ``reme serve``'s is
+    ``reme_core.server.studio_host.STUDIO_HOST``. The studio is a client of the server's
+    dispatcher, as the HTTP routes and the MCP tools are, so a token gets the same answers."""
 
-    def __init__(self, settings: Settings, registry: WorkspaceRegistry, sessions: Sessions):
+    default_workspace: str
+    """The workspace a studio URL without ``ws`` means."""
+
+    def run(
+        self,
+        registry: WorkspaceRegistry,
+        principal: Principal,
+        workspace: str,
+        name: str,
+        payload: dict[str, Any],
+    ) -> Any:
+        """Run operation ``name`` as ``principal`` on ``workspace``; blocks (a worker thread)."""
+        ...
+
+    def failure(self, exc: Exception) -> tuple[int, str, str] | None:
+        """The ``(status, kind, message)`` to show for an error ``run`` raised; None for an
+        error that is not a refusal or failure of the operation (it propagates)."""
+        ...
+
+    def url_login_refusal(self, headers: Mapping[str, str]) -> str | None:
+        """Why a token in this request's URL may not log in, or None when it may."""
+        ...
+
+
+class Studio:
+    """The studio's shared state: sessions, templates, the workspaces it serves, its host."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        registry: WorkspaceRegistry,
+        sessions: Sessions,
+        host: StudioHost,
+    ):
         self.settings = settings
         self.registry = registry
         self.sessions = sessions
+        self.host = host
         self.env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(HERE / "templates"),
             autoescape=True,

@@ -13,15 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
-from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
-from reme_core.errors import RemeError
-from reme_core.server.dispatch import run_operation
-from reme_core.server.http_errors import ApiError, status_for, validation_message
-from reme_core.server.workspaces import DEFAULT
 from reme_core.service.operations import OPERATIONS
 from reme_core.studio.login import url_login
 from reme_core.studio.sessions import (
@@ -83,7 +78,7 @@ class Page:
     def href(self, url: str, /, **params: Any) -> str:
         """A studio URL on this page's workspace; empty parameters are left out."""
         query = {k: v for k, v in params.items() if v is not None and v != ""}
-        if self.workspace != DEFAULT:
+        if self.workspace != self.studio.host.default_workspace:
             query["ws"] = self.workspace
         return url + ("?" + urlencode(query, doseq=True, safe="/") if query else "")
 
@@ -92,21 +87,21 @@ class Page:
 
     async def op(self, name: str, **payload: Any) -> Any:
         """Run operation ``name`` as this visitor, on this workspace."""
+        host = self.studio.host
         try:
             return await run_in_threadpool(
-                run_operation,
+                host.run,
                 self.studio.registry,
                 self.visitor.principal,
                 self.workspace,
                 name,
                 payload,
             )
-        except ApiError as exc:
-            raise OpFailed(exc.status, exc.kind, exc.message) from exc
-        except ValidationError as exc:
-            raise OpFailed(422, "ValidationError", validation_message(exc)) from exc
-        except RemeError as exc:
-            raise OpFailed(status_for(exc), type(exc).__name__, str(exc)) from exc
+        except Exception as exc:
+            failure = host.failure(exc)
+            if failure is None:
+                raise
+            raise OpFailed(*failure) from exc
 
     def render(self, template: str, code: int = 200, /, **context: Any) -> HTMLResponse:
         """``template`` with ``context`` (and this page as ``page``), HTTP status ``code``."""
@@ -142,5 +137,6 @@ async def open_page(studio: Studio, request: Request, *, change: bool = False) -
     names = studio.registry.names
     wanted = form.get("ws") or request.query_params.get("ws")
     allowed = [n for n in names if visitor.principal.may_use(n)]
-    workspace = wanted or (DEFAULT if DEFAULT in allowed else (allowed[0] if allowed else DEFAULT))
+    default = studio.host.default_workspace
+    workspace = wanted or (default if default in allowed else (allowed[0] if allowed else default))
     return Page(studio, request, visitor, workspace, form)
