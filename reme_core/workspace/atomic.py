@@ -1,5 +1,5 @@
-"""Durable changes on disk: a file replaced whole (temp file, fsync, rename), the folder entry
-fsynced after it, and the folders a removal left empty pruned.
+"""Durable changes on disk: a file replaced whole (temp file, fsync, rename) and the folder entry
+fsynced after it.
 
 Everything reme writes under a workspace or its ``.reme/`` goes through ``atomic_write``, so a
 reader (or a crash) sees the old file or the new one, never half of it.
@@ -47,26 +47,3 @@ def atomic_write(path: Path, data: bytes) -> None:
             os.unlink(tmp)
         raise
     fsync_dir(folder)
-
-
-def prune_empty_folders(root: Path, rel: str) -> list[str]:
-    """Remove the folders above ``rel`` (a file just deleted or moved away) that it left empty,
-    deepest first, stopping at the first one still holding anything and never removing the
-    workspace's own skeleton (``layout.FOLDERS`` and their parents). Returns what it removed."""
-    from reme_core.workspace.layout import FOLDERS  # layout builds on atomic_write
-
-    kept = {""} | {
-        "/".join(f.split("/")[: i + 1]) for f in FOLDERS for i in range(f.count("/") + 1)
-    }
-    removed: list[str] = []
-    folder = os.path.dirname(rel)
-    while folder not in kept:
-        try:
-            os.rmdir(root / folder)  # refuses a folder that is not empty: that is the stop
-        except OSError:
-            break
-        removed.append(folder)
-        folder = os.path.dirname(folder)
-    if removed:
-        fsync_dir(root / folder if folder else root)
-    return removed

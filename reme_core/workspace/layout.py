@@ -1,10 +1,12 @@
-"""The workspace skeleton: the folders every pipeline expects, and .reme/ kept out of git."""
+"""The workspace skeleton: the folders every pipeline expects (never pruned when a removal leaves
+them empty), and .reme/ kept out of git."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from reme_core.workspace.tools import atomic_write
+from reme_core.workspace.atomic import atomic_write, fsync_dir
 
 STATE_DIR_NAME = ".reme"
 FOLDERS: tuple[str, ...] = (
@@ -47,3 +49,24 @@ def init_workspace(root: Path) -> list[str]:
             atomic_write(gitignore, f"{text}{prefix}{_IGNORE_LINE}\n".encode())
             created.append(".gitignore")
     return created
+
+
+def prune_empty_folders(root: Path, rel: str) -> list[str]:
+    """Remove the folders above ``rel`` (a file just deleted or moved away) that it left empty,
+    deepest first, stopping at the first one still holding anything and never removing the
+    workspace's own skeleton (``FOLDERS`` and their parents). Returns what it removed."""
+    kept = {""} | {
+        "/".join(f.split("/")[: i + 1]) for f in FOLDERS for i in range(f.count("/") + 1)
+    }
+    removed: list[str] = []
+    folder = os.path.dirname(rel)
+    while folder not in kept:
+        try:
+            os.rmdir(root / folder)  # refuses a folder that is not empty: that is the stop
+        except OSError:
+            break
+        removed.append(folder)
+        folder = os.path.dirname(folder)
+    if removed:
+        fsync_dir(root / folder if folder else root)
+    return removed

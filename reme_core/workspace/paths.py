@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from reme_core.errors import InvalidPathError, PathOutsideWorkspaceError, WorkspaceError
-from reme_core.workspace.globs import Glob, compile_glob, is_glob
+from reme_core.schema.globs import Glob, compile_glob, is_glob
 
 INTERNAL_DIRS: tuple[str, ...] = (".reme", ".git")
 """Folders no tool may write to: derived state (and the server token) and version history."""

@@ -23,9 +23,10 @@ from reme_core.errors import (
     WorkspaceError,
 )
 from reme_core.workspace import frontmatter as fm
-from reme_core.workspace.atomic import atomic_write, fsync_dir, prune_empty_folders
+from reme_core.workspace.atomic import atomic_write, fsync_dir
 from reme_core.workspace.hashing import content_hash
 from reme_core.workspace.journal import Journal, JournalOp
+from reme_core.workspace.layout import prune_empty_folders
 from reme_core.workspace.link_rewrite import RewritePlan, plan_rewrites, scan_inbound
 from reme_core.workspace.notes import parse_note
 from reme_core.workspace.read_tools import (

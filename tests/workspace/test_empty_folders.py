@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from reme_core.workspace import FileTools
-from reme_core.workspace.atomic import prune_empty_folders
+from reme_core.workspace.layout import prune_empty_folders
 from reme_core.workspace.layout import FOLDERS
 
 
