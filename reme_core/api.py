@@ -7,7 +7,8 @@ reme_core.api") lists the names by group.
 
 Names are imported on first use (module ``__getattr__``, PEP 562): the surface spans the whole
 core, benchmark framework included, and importing all of it up front would cost a plugin that
-needs only ``hookimpl`` and ``Chunk`` about a second and a half at every ``reme`` start.
+needs only ``hookimpl`` and ``Chunk`` about a second at every ``reme`` start (measured: 1.0 s
+to import every name; ``python -X importtime -c "import reme_core.api"``: 8 ms).
 """
 
 from __future__ import annotations
