@@ -18,7 +18,8 @@ onnxruntime's int8 kernels a fraction of that. Nothing is downloaded and PyTorch
   the engine's) and the ids of the ``tokenizers`` library's unigram model, which it replaced
   for memory (~280 MB resident -> ~12 MB).
 
-Memory: the session runs without onnxruntime's memory arena. Measured (psutil RSS, a fresh
+Memory: the session runs without onnxruntime's memory arena, and what its runs freed is handed
+back to the system after each passage batch (``release_freed_memory``). Measured (psutil RSS, a fresh
 process per stage): the tokenizer 262 -> 12 MB, a batch of 32 texts of 512 tokens after the first
 query 54 -> 33 MB; the embedder's whole peak 491 -> 178 MB (benchmarks/embedder_memory.py measures
 a workspace's).
@@ -61,6 +62,7 @@ from reme_plugins.onnx_encoder import (
     cache_root,
     installed_file,
     recorded_sha256,
+    release_freed_memory,
     save_model,
     sha256_of,
 )
@@ -136,6 +138,7 @@ class E5OnnxEmbedding(Embedding):
                 self._runner.workers().map(lambda r: _run(session, packed, r), rows)
             ):
                 out[i] = vector
+            release_freed_memory()  # the workers' freed buffers (no memory arena)
         return _checked(out, len(texts), dim)
 
     def embed_query(self, text: str) -> np.ndarray:

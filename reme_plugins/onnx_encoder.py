@@ -11,6 +11,7 @@ into place.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import tempfile
@@ -74,6 +75,8 @@ class OnnxRunner:
         with self._lock:
             if self._session is None:
                 self._session = open_session(self._model_path(), threads=1, arena=self._arena)
+                if not self._arena:  # loading the model freed more than it keeps
+                    release_freed_memory()
             return self._session
 
     def workers(self) -> ThreadPoolExecutor:
@@ -91,6 +94,26 @@ class OnnxRunner:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True)
+
+
+def release_freed_memory() -> None:
+    """Hand memory that is free but still held by the C allocator back to the system, where
+    that allocator is glibc's (``malloc_trim``); elsewhere nothing. Without an arena each
+    onnxruntime run mallocs and frees its buffers, in the thread that ran it: glibc keeps what
+    each thread freed for that thread (measured: a 150-note index's peak 256 -> 238 MB)."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim() -> Any:
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None).malloc_trim  # glibc's; musl and macOS have none
+    except (AttributeError, OSError, TypeError):  # TypeError: Windows has no CDLL(None)
+        return None
 
 
 def cores() -> int:
