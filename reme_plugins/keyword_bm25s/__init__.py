@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from reme_core import hookimpl
-from reme_core.components import KeywordIndex
+from reme_core.api import KeywordIndex
 from reme_plugins.keyword_bm25s.index import Bm25sKeywordIndex
 from reme_plugins.keyword_bm25s.storage import (
     FORMAT_VERSION,

@@ -18,10 +18,15 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from reme_core.components import ComponentContext, ComponentSettings, KeywordIndex, TextSource
-from reme_core.errors import RemeError
-from reme_core.schema import Chunk
-from reme_core.schema.chunk import chunk_path
+from reme_core.api import (
+    Chunk,
+    ComponentContext,
+    ComponentSettings,
+    KeywordIndex,
+    RemeError,
+    TextSource,
+    chunk_path,
+)
 from reme_plugins.keyword_bm25s.build import _delta_segment, _main_segment
 from reme_plugins.keyword_bm25s.migration import _migrate_old_rows
 from reme_plugins.keyword_bm25s.scoring import _AllowedMasks, _search_segment

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reme_core.schema.chunk import chunk_path
+from reme_core.api import chunk_path
 
 if TYPE_CHECKING:
     import bm25s

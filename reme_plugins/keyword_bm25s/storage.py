@@ -33,8 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from reme_core.index.sqlite_pool import compact
-from reme_core.schema import Chunk
+from reme_core.api import Chunk
+from reme_core.api import compact_sqlite as compact
 from reme_plugins.keyword_bm25s.segments import _Main, _Segment
 from reme_plugins.sqlite_util import LockedDb
 

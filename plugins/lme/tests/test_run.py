@@ -13,6 +13,7 @@ from click.testing import CliRunner, Result
 
 from reme_core.bench import PluginPin, RunResult
 from reme_core.bench import manifest as manifest_module
+from reme_core.bench import participants as participants_module
 
 
 def invoke(cli: click.Group, *args: str) -> Result:
@@ -82,6 +83,14 @@ def test_reproduce_checks_the_plugin_versions(
         return [*real(plugins), PluginPin(distribution="reme-lme", version=version["reme-lme"])]
 
     monkeypatch.setattr(manifest_module, "plugin_pins", pins)
+    # Registered directly, reme-lme fires its hooks under no distribution: count it as taking
+    # part, as it does when installed, so its version change is a difference, not a note.
+    taking_part = participants_module.participants
+    monkeypatch.setattr(
+        participants_module,
+        "participants",
+        lambda *args, **kwargs: taking_part(*args, **kwargs) | {"reme-lme"},
+    )
     out = tmp_path / "run"
     assert invoke(cli, *run_args(data, out)).exit_code == 0
     recorded = out / "result.json"

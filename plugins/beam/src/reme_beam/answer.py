@@ -15,10 +15,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field
 
 from reme_beam.retrieval import SEARCH_PIPELINE, PipelineSearch
-from reme_core.components import ComponentSettings, Step
-from reme_core.errors import ConfigError
-from reme_core.pipelines.prompts import load_prompts
-from reme_core.schema import SearchHit
+from reme_core.api import ComponentSettings, ConfigError, SearchHit, Step, load_prompts
 
 PROMPTS = ("reme_beam", "beam")
 

@@ -23,22 +23,23 @@ from reme_beam.metrics import KS
 from reme_beam.report import build_result, compare_metrics, markdown, side_by_side_markdown
 from reme_beam.retrieval import check_steps
 from reme_beam.worker import RunOptions, score_conversation
-from reme_core.bench import (
+from reme_core.api import (
     RESULT_JSON,
     RESULT_MARKDOWN,
+    ConfigError,
     RunResult,
+    Settings,
     build_manifest,
     checkpoint,
+    load_plugins,
     named_configs,
     resolve_config,
     run_items,
     select_items,
+    validate_components,
     with_llm_cache,
+    write_json,
 )
-from reme_core.bench.results import write_json
-from reme_core.errors import ConfigError
-from reme_core.plugins import load_plugins
-from reme_core.settings import Settings, validate_components
 
 CONFIG_DIR = Path(__file__).resolve().parent / "config"
 """The named configs, shipped inside the package so a plain (non-editable) install has them."""

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from reme_beam.evidence import Evidence, normalise_evidence
-from reme_core.errors import RemeError
+from reme_core.api import RemeError
 
 ABILITIES: tuple[str, ...] = (
     "abstention",

@@ -27,13 +27,10 @@ from pydantic import BaseModel, Field
 
 from reme_beam.sessions import Session
 from reme_beam.usage import USAGE_KEYS, snapshot, spent
-from reme_core.components import Llm
-from reme_core.errors import ConfigError
-from reme_core.pipelines.run import PipelineRun
-from reme_core.settings import ComponentSelection, resolve_component
+from reme_core.api import ComponentSelection, ConfigError, Llm, PipelineRun, resolve_component
 
 if TYPE_CHECKING:
-    from reme_core.runtime import Reme
+    from reme_core.api import Reme
 
 Mode = Literal["raw", "memory"]
 RAW_EXCERPT_TURNS = 1_000_000

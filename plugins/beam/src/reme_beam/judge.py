@@ -22,9 +22,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field, field_validator
 
 from reme_beam.ordering import align, answer_lines, ordering_score
-from reme_core.components import ComponentSettings, Llm, Step
-from reme_core.errors import ConfigError
-from reme_core.pipelines.prompts import load_prompts
+from reme_core.api import ComponentSettings, ConfigError, Llm, Step, load_prompts
 
 PROMPTS = ("reme_beam", "beam")
 JUDGE_SLOTS = ("<rubric_item>", "<llm_response>")

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reme_beam.metrics import by_ability, metric_name
-from reme_core.bench import BenchUsage, Manifest, RunResult, metric_table
+from reme_core.api import BenchUsage, Manifest, RunResult, metric_table
 
 BENCHMARK = "beam"
 

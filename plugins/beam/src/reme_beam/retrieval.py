@@ -11,15 +11,19 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from reme_core.errors import ConfigError, RemeError
-from reme_core.pipelines.run import PipelineRun
-from reme_core.schema import SearchHit, SearchResponse
-from reme_core.search.engine import MAX_LIMIT
-from reme_core.settings import Settings, resolve_component
+from reme_core.api import MAX_SEARCH_LIMIT as MAX_LIMIT
+from reme_core.api import (
+    ConfigError,
+    PipelineRun,
+    RemeError,
+    SearchHit,
+    SearchResponse,
+    Settings,
+    resolve_component,
+)
 
 if TYPE_CHECKING:
-    from reme_core.plugins import Plugins
-    from reme_core.runtime import Reme
+    from reme_core.api import Plugins, Reme
 
 SEARCH_PIPELINE = "search"
 MessageIds = Callable[[Sequence[SearchHit]], list[frozenset[str]]]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from reme_core.components import Llm
+from reme_core.api import Llm
 
 USAGE_KEYS = ("calls", "prompt_tokens", "completion_tokens", "cache_hits")
 

@@ -28,11 +28,9 @@ from reme_beam.metrics import KS, hits_within, retrieval_metrics
 from reme_beam.retrieval import PipelineSearch, fetch_messages
 from reme_beam.sessions import SessionUnit, build_sessions
 from reme_beam.usage import add, snapshot, spent
-from reme_core.bench.vector_cache import harvest, seed
-from reme_core.plugins import load_plugins
-from reme_core.runtime import Reme
-from reme_core.settings import Settings
-from reme_core.workspace import init_workspace
+from reme_core.api import Reme, Settings, init_workspace, load_plugins
+from reme_core.api import harvest_vector_cache as harvest
+from reme_core.api import seed_vector_cache as seed
 
 
 class RunOptions(BaseModel):

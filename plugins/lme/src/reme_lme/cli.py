@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from reme_core.bench import current_command, named_configs, side_by_side
+from reme_core.api import current_command, named_configs, side_by_side
 from reme_lme.runner import CONFIG_DIR, headline, run_benchmark
 
 COMPARE_CONFIGS = ("bm25", "search_v2", "default", "hybrid", "hybrid_v2")

@@ -31,7 +31,7 @@ from typing import IO, Any
 import ijson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from reme_core.bench import dataset_file
+from reme_core.api import dataset_file
 
 try:  # POSIX: one split at a time per cache root; elsewhere concurrent splits are not guarded
     import fcntl

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from reme_core.runtime import Reme
+from reme_core.api import Reme
 from reme_lme.anchors import anchor_link
 from reme_lme.data import Session
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from reme_core.components import Llm
+from reme_core.api import Llm
 
 ANSWER_SYSTEM = """You answer a user's question from your memory of past chat sessions with them.
 The memory is searchable: ask for a search with a short keyword query, read the results (dated

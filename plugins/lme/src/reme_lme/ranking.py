@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from reme_core.bench import dedupe
+from reme_core.api import dedupe
 from reme_lme.anchors import SpanResolver
 from reme_lme.ingest import Ingested
 

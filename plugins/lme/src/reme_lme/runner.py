@@ -7,21 +7,21 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from reme_core.bench import (
+from reme_core.api import (
     LME_KS,
     Manifest,
+    RemeError,
     RunResult,
     build_manifest,
     checkpoint,
     diff_manifests,
+    load_plugins,
     resolve_config,
     run_items,
+    validate_components,
     with_llm_cache,
     write_json,
 )
-from reme_core.errors import RemeError
-from reme_core.plugins import load_plugins
-from reme_core.settings import validate_components
 from reme_lme.data import split_items
 from reme_lme.worker import Options, score_item
 

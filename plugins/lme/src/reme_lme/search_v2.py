@@ -26,8 +26,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from reme_core.components import ComponentSettings
-from reme_core.schema import SearchHit, SearchResponse
+from reme_core.api import ComponentSettings, SearchHit, SearchResponse
 from reme_lme.anchors import Span, SpanResolver
 from reme_plugins.step_search import SearchStep
 

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reme_core.pipelines.run import PipelineRun
-from reme_core.runtime import Reme
-from reme_core.settings import resolve_component
+from reme_core.api import PipelineRun, Reme, resolve_component
 
 
 class Searcher:

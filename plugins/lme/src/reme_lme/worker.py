@@ -10,9 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from reme_core.bench import LME_KS, retrieval_metrics
-from reme_core.components import Llm, LlmUsage
-from reme_core.runtime import Reme
+from reme_core.api import LME_KS, Llm, LlmUsage, Reme, retrieval_metrics
 from reme_lme import qa
 from reme_lme.anchors import SpanResolver
 from reme_lme.data import Item, ItemRef

@@ -10,10 +10,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from reme_core.bench.vector_cache import harvest, seed
-from reme_core.plugins import load_plugins
-from reme_core.runtime import Reme
-from reme_core.settings import Settings
+from reme_core.api import Reme, Settings, load_plugins
+from reme_core.api import harvest_vector_cache as harvest
+from reme_core.api import seed_vector_cache as seed
 
 
 @contextmanager

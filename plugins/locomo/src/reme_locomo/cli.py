@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from reme_core.bench import current_command, named_configs
+from reme_core.api import current_command, named_configs
 from reme_locomo.report import compare_markdown, markdown
 from reme_locomo.runner import CONFIG_DIR, run_benchmark
 from reme_locomo.worker import KS

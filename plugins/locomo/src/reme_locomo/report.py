@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from reme_core.bench import Manifest, RunResult, metric_table
+from reme_core.api import Manifest, RunResult, metric_table
 from reme_locomo.worker import FLOOR
 
 BENCHMARK = "locomo"

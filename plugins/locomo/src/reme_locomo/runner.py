@@ -7,22 +7,22 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from reme_core.bench import (
+from reme_core.api import (
     RESULT_JSON,
     RESULT_MARKDOWN,
     Manifest,
+    RemeError,
     RunResult,
     build_manifest,
     checkpoint,
     diff_manifests,
+    load_plugins,
     resolve_config,
     run_items,
     select_items,
+    validate_components,
     write_json,
 )
-from reme_core.errors import RemeError
-from reme_core.plugins import load_plugins
-from reme_core.settings import validate_components
 from reme_locomo.data import DataError, dataset_files, load_conversations
 from reme_locomo.report import build_result, markdown
 from reme_locomo.worker import KS, RunOptions, score_conversation

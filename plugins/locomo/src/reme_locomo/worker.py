@@ -18,14 +18,18 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from reme_core.bench import evidence_recall
-from reme_core.bench.vector_cache import harvest, seed
-from reme_core.pipelines.run import PipelineRun
-from reme_core.plugins import load_plugins
-from reme_core.runtime import Reme
-from reme_core.schema import SearchResponse
-from reme_core.search.engine import MAX_LIMIT
-from reme_core.settings import Settings, resolve_component
+from reme_core.api import MAX_SEARCH_LIMIT as MAX_LIMIT
+from reme_core.api import (
+    PipelineRun,
+    Reme,
+    SearchResponse,
+    Settings,
+    evidence_recall,
+    load_plugins,
+    resolve_component,
+)
+from reme_core.api import harvest_vector_cache as harvest
+from reme_core.api import seed_vector_cache as seed
 from reme_locomo.baseline import TurnBm25
 from reme_locomo.data import Conversation, Question, load_file
 from reme_locomo.ingest import Ingested, ingest, turn_text
