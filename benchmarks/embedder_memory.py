@@ -1,7 +1,10 @@
 """Peak resident memory: keyword-only beside the default hybrid (e5-onnx + zvec), measured in the
 same run, opening a workspace, indexing it and serving a query.
 
-    python benchmarks/embedder_memory.py [--notes 1000] [--old]
+    python benchmarks/embedder_memory.py [--notes 1000] [--old] [--baseline-src DIR]
+
+    # DIR: the source tree before issue 21's lean embedder:
+    git archive 0a06e14 reme_core reme_plugins | tar -x -C DIR
 
 Every figure is the peak RSS (``ru_maxrss``) of a fresh interpreter that does one stage, so each
 is its own:
@@ -12,9 +15,10 @@ is its own:
 - ``query``: open that indexed workspace and answer one search, then nine more.
 
 Sides: ``keyword`` (components.embedding and file_store null), ``hybrid`` (the defaults) and,
-with ``--old``, ``hybrid-old``: the defaults with e5-onnx as it was before issue 21's lean
-embedder (the ``tokenizers`` library's unigram model as its tokenizer, onnxruntime's memory
-arena on). Ratios are against ``keyword``. The built ONNX model is made (if missing) before any
+with ``--old``, ``hybrid-old``: the defaults with this tree's e5-onnx given back the two things
+that cost most before issue 21's lean embedder (the ``tokenizers`` library's unigram model as its
+tokenizer, onnxruntime's memory arena on); with ``--baseline-src``, ``before``: the defaults with
+the ``DIR`` tree on PYTHONPATH (the whole embedder as it was). Ratios are against ``keyword``. The built ONNX model is made (if missing) before any
 stage, so no stage pays for building it.
 """
 
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -36,7 +41,7 @@ sys.path.insert(0, str(HERE))
 from synthetic import generate_workspace  # noqa: E402
 
 KEYWORD_ONLY = ["components.embedding=null", "components.file_store=null"]
-SIDES = {"keyword": KEYWORD_ONLY, "hybrid": [], "hybrid-old": []}
+SIDES = {"keyword": KEYWORD_ONLY, "hybrid": [], "hybrid-old": [], "before": []}
 STAGES = ("open", "index", "query")
 QUERIES = [
     "why did the deploy fail",
@@ -113,19 +118,25 @@ def child(side: str, stage: str, workspace: Path) -> dict:
 # -- the run -----------------------------------------------------------------------------------
 
 
-def run_stage(side: str, stage: str, workspace: Path) -> dict:
+def run_stage(side: str, stage: str, workspace: Path, baseline: Path | None) -> dict:
+    env = dict(os.environ)
+    if side == "before" and baseline is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(baseline), env.get("PYTHONPATH")]))
     done = subprocess.run(
         [sys.executable, __file__, "--child", side, stage, str(workspace)],
         capture_output=True,
         text=True,
         check=False,
+        env=env,
     )
     if done.returncode != 0:
         raise SystemExit(f"{side} {stage} failed ({done.returncode}):\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def measure(notes: int, sides: list[str], seed: int, scratch: Path) -> dict[str, dict]:
+def measure(
+    notes: int, sides: list[str], seed: int, scratch: Path, baseline: Path | None
+) -> dict[str, dict]:
     from reme_plugins.embedding_e5_onnx import ensure_model
 
     ensure_model("original", quantize=True)  # built once here, not inside a measured stage
@@ -134,11 +145,11 @@ def measure(notes: int, sides: list[str], seed: int, scratch: Path) -> dict[str,
         results[side] = {}
         one = scratch / side / "one"
         generate_workspace(one, 1, seed=seed)
-        results[side]["open"] = run_stage(side, "open", one)
+        results[side]["open"] = run_stage(side, "open", one, baseline)
         many = scratch / side / "many"
         generate_workspace(many, notes, seed=seed)
-        results[side]["index"] = run_stage(side, "index", many)
-        results[side]["query"] = run_stage(side, "query", many)
+        results[side]["index"] = run_stage(side, "index", many, baseline)
+        results[side]["query"] = run_stage(side, "query", many, baseline)
     return results
 
 
@@ -169,6 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--notes", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--old", action="store_true", help="also the embedder before issue 21")
+    parser.add_argument(
+        "--baseline-src", type=Path, help="a source tree to measure as `before` (see above)"
+    )
     parser.add_argument("--json", type=Path, help="write the figures here too")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -177,9 +191,11 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(child(side, stage, Path(workspace))))
         return 0
     sides = ["keyword", "hybrid", *(["hybrid-old"] if args.old else [])]
+    if args.baseline_src:
+        sides.append("before")
     scratch = Path(tempfile.mkdtemp(prefix="reme-embedder-memory-"))
     try:
-        results = measure(args.notes, sides, args.seed, scratch)
+        results = measure(args.notes, sides, args.seed, scratch, args.baseline_src)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     report(results, args.notes)
