@@ -1,0 +1,26 @@
+"""The pipeline step contract."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+from reme_core.components.base import Component
+
+
+class Step(Component, ABC):
+    """One step of a pipeline. Steps run in order over one shared ``state`` dict.
+
+    ``run`` receives the open workspace (``reme_core.runtime.Reme``: files, search, index) and the
+    state so far (the caller's params first), and returns the keys it adds or changes. Anything it
+    returns must be JSON-serialisable (pydantic models are dumped), since results are printed.
+    """
+
+    @abstractmethod
+    def run(self, run: Any, state: dict[str, Any]) -> dict[str, Any]:
+        """Do the step's work; return the keys it adds or changes.
+
+        ``run`` is a ``reme_core.pipelines.run.PipelineRun``: ``run.reme`` (the workspace),
+        ``run.llm`` (this pipeline's model or None), ``run.prompts(...)``, ``run.agent(...)``,
+        ``run.record(verb)`` (named in the history commit).
+        """
