@@ -9,16 +9,14 @@ opening another model drops this workspace's collections of other models (the ca
 The collection is cosine space and carries no embedding function: reme supplies every vector, so
 chromadb's default model is never constructed, downloaded or called.
 
-Filters: status (``$in``), date range (an int ``yyyymmdd`` key), tags (``$contains`` on a list of
-tags with their ancestors) and plain path prefixes (``$contains`` on a list of the path and its
-folders) go into ``where``; glob paths are matched after the query, over-fetching until ``limit``
-hits pass or the candidates run out. Path matches are always re-checked exactly.
+Filters: what chroma can check goes into its ``where`` (``reme_plugins.chromadb_where``, which also
+lays out each record's metadata); glob paths are matched after the query, over-fetching until
+``limit`` hits pass or the candidates run out. Path matches are always re-checked exactly.
 """
 
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import hashlib
 import os
 import re
@@ -45,7 +43,7 @@ from reme_core.api import (
     hookimpl,
     path_matches,
 )
-from reme_plugins.tag_sqlite import normalise_tag
+from reme_plugins.chromadb_where import record_metadata, where_clause
 
 try:  # the lock file needs flock; where it is missing (Windows) the embedded store is unguarded
     import fcntl
@@ -54,7 +52,6 @@ except ImportError:  # pragma: no cover - not on the platforms reme tests on
 
 INSTALL_HINT = "pip install 'reme[chromadb]'"
 _PREFIX_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
-_PLAIN_PATH_RE = re.compile(r"[^*?\[\\\0]+")
 _OVERFETCH = 4
 """Candidates asked for per wanted hit when some filter is checked after the query."""
 _DELETE_BATCH = 500
@@ -82,48 +79,12 @@ def _short_hash(text: str, length: int = 10) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:length]
 
 
-def _day(value: str | dt.date) -> int:
-    """``2024-03-09`` -> ``20240309`` (sortable, and chroma compares ints with $gte/$lte)."""
-    day = value if isinstance(value, dt.date) else dt.date.fromisoformat(value)
-    return day.year * 10000 + day.month * 100 + day.day
-
-
 def _check_direction(vector: np.ndarray, what: str) -> None:
     """Cosine needs a finite, non-zero vector (chroma would answer NaN distances otherwise)."""
     if not np.isfinite(vector).all():
         raise EmbeddingError(f"{what} contains NaN or infinity")
     if not vector.any():
         raise EmbeddingError(f"{what} is all zeros and has no direction to compare")
-
-
-def _path_keys(path: str) -> list[str]:
-    """The path and each folder above it: a plain prefix filter matches one of them exactly."""
-    parts = path.split("/")
-    return ["/".join(parts[: i + 1]) for i in range(len(parts))]
-
-
-def _plain_prefixes(patterns: Sequence[str]) -> list[str] | None:
-    """The patterns as exact path keys when every one is a plain prefix, else None (post-filter)."""
-    out: list[str] = []
-    for raw in patterns:
-        p = raw.strip()
-        if (
-            not p
-            or not _PLAIN_PATH_RE.fullmatch(p)
-            or p != p.strip("/")
-            or p.startswith("./")
-            or ".." in p.split("/")
-        ):
-            return None
-        out.append(p)
-    return out
-
-
-def _any_or_all(field: str, values: Sequence[str], mode: Literal["any", "all"]) -> dict[str, Any]:
-    clauses = [{field: {"$contains": v}} for v in dict.fromkeys(values)]
-    if len(clauses) == 1:
-        return clauses[0]
-    return {"$or" if mode == "any" else "$and": clauses}
 
 
 class ChromaFileStore(FileStore):
@@ -373,7 +334,7 @@ class ChromaFileStore(FileStore):
             _check_direction(vector, f"vector of {record.chunk_id}")
             ids.append(record.chunk_id)
             vectors.append(vector.tolist())
-            metadatas.append(self._metadata(record))
+            metadatas.append(record_metadata(record))
         with self._lock, self._errors("upserting vectors"):
             collection = self._col
             batch = self._batch_size()
@@ -384,21 +345,6 @@ class ChromaFileStore(FileStore):
                     embeddings=vectors[start:end],
                     metadatas=metadatas[start:end],
                 )
-
-    @staticmethod
-    def _metadata(record: VectorRecord) -> dict[str, Any]:
-        meta: dict[str, Any] = {
-            "path": record.path,
-            "path_keys": _path_keys(record.path),
-            "status": record.status,
-        }
-        if record.date:
-            meta["date"] = str(record.date)
-            meta["day"] = _day(record.date)
-        tags = [t for t in dict.fromkeys(record.tags) if t]
-        if tags:  # chroma refuses an empty list
-            meta["tags"] = tags
-        return meta
 
     def _batch_size(self) -> int:
         try:
@@ -430,7 +376,7 @@ class ChromaFileStore(FileStore):
                 f"the store was opened for {self._dim} ({self._model_id})"
             )
         _check_direction(query, "query vector")
-        where, post_paths = self._where(filters)
+        where, post_paths = where_clause(filters)
         if where is False:
             return []
         with self._lock, self._errors("searching"):
@@ -461,38 +407,6 @@ class ChromaFileStore(FileStore):
                 if len(ids) < k or k >= total:  # every candidate the where allows was seen
                     return hits
                 want = k * _OVERFETCH
-
-    @staticmethod
-    def _where(filters: SearchFilters | None) -> tuple[dict[str, Any] | bool, list[str] | None]:
-        """The pushed-down ``where`` (False: nothing can match) and any paths to check after."""
-        if filters is None:
-            return {}, None
-        clauses: list[dict[str, Any]] = []
-        if not filters.statuses:
-            return False, None
-        statuses = list(dict.fromkeys(filters.statuses))
-        clauses.append({"status": {"$in": statuses}})
-        if filters.since is not None:
-            clauses.append({"day": {"$gte": _day(filters.since)}})
-        if filters.until is not None:
-            clauses.append({"day": {"$lte": _day(filters.until)}})
-        if filters.since and filters.until and filters.since > filters.until:
-            return False, None
-        if filters.tags:
-            tags = [normalise_tag(t) for t in filters.tags]
-            if not all(tags):  # a blank tag matches nothing, as in the tag index
-                if filters.tag_mode == "all" or not any(tags):
-                    return False, None
-                tags = [t for t in tags if t]
-            clauses.append(_any_or_all("tags", tags, filters.tag_mode))
-        post_paths: list[str] | None = None
-        if filters.paths and not path_matches("", filters.paths):  # "" or "/" = everything
-            prefixes = _plain_prefixes(filters.paths)
-            if prefixes is not None:
-                clauses.append(_any_or_all("path_keys", prefixes, "any"))
-            post_paths = list(filters.paths)  # re-checked exactly either way
-        where: dict[str, Any] = clauses[0] if len(clauses) == 1 else {"$and": clauses}
-        return where, post_paths
 
     def ids(self) -> set[str]:
         """Every stored chunk id."""
