@@ -5,6 +5,7 @@ This is the Python API; the CLI (and later the server) are thin layers over it.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -19,7 +20,12 @@ from reme_core.index.vectors import Progress, VectorIndex
 from reme_core.index.watcher import Watcher
 from reme_core.memory.review import MEMORY_PIPELINE, MemoryReviewer
 from reme_core.pipelines.engine import PipelineResult, run_pipeline
-from reme_core.pipelines.search import SEARCH_PIPELINE, in_search_pipeline, run_search_pipeline
+from reme_core.pipelines.search import (
+    SEARCH_PIPELINE,
+    SearchPipeline,
+    SearchRequest,
+    in_search_pipeline,
+)
 from reme_core.plugins import Plugins, load_plugins
 from reme_core.review import ReviewApi, Reviewer
 from reme_core.schema import Link, SearchFilters, SearchResponse
@@ -124,6 +130,9 @@ class Reme:
         self.searcher = Searcher(
             self.catalog, arms, weights, settings.search, graph=self.graph, tags=self.tags
         )
+        # The served search pipelines, built on first use and kept (settings never change).
+        self._search_pipelines: dict[str, SearchPipeline] = {}
+        self._search_pipelines_lock = threading.Lock()
 
     @classmethod
     def open(
@@ -196,21 +205,18 @@ class Reme:
     ) -> SearchResponse:
         """The search every surface serves (HTTP, MCP, ``reme search``, ``memory_search``): the
         configured ``pipelines.search`` pipeline, by default the shipped ``search`` step, which
-        is ``engine_search``. The arguments reach its steps as the search step's params."""
+        is ``engine_search``. The query is checked here, once; the arguments reach the steps as
+        the search step's params and, typed, as ``request`` (``pipelines.search``)."""
         if not query or not query.strip():
             raise SearchError("empty query")
-        if SEARCH_PIPELINE not in self.settings.pipelines or in_search_pipeline(self):
-            # No search pipeline configured, or a step of it searching: the engine itself.
-            return self.engine_search(
+        if SEARCH_PIPELINE in self.settings.pipelines and not in_search_pipeline(self):
+            request = SearchRequest(query, limit, min_score, filters, expand)
+            return self._search_pipeline(SEARCH_PIPELINE).run(request)
+        # No search pipeline configured, or a step of it searching: the engine itself.
+        with self.indexer.lock.read():
+            return self.searcher.search(
                 query, limit=limit, min_score=min_score, filters=filters, expand=expand
             )
-        params: dict[str, Any] = {"query": query}
-        for key, value in (("limit", limit), ("min_score", min_score), ("expand", expand)):
-            if value is not None:
-                params[key] = value
-        if filters is not None:
-            params.update(filters.model_dump())
-        return run_search_pipeline(self, params)
 
     def engine_search(
         self,
@@ -222,11 +228,24 @@ class Reme:
         expand: bool | None = None,
     ) -> SearchResponse:
         """Hybrid search by the engine itself, whatever ``pipelines.search`` says: what the
-        ``search`` step runs, and what internal lookups (dream candidates, memory records) use."""
+        ``search`` step runs, and what internal lookups (dream candidates, memory records) use.
+        The engine's own entry point, so it checks the query too."""
+        if not query or not query.strip():
+            raise SearchError("empty query")
         with self.indexer.lock.read():  # many searches at once; never a half-applied write
             return self.searcher.search(
                 query, limit=limit, min_score=min_score, filters=filters, expand=expand
             )
+
+    def _search_pipeline(self, name: str) -> SearchPipeline:
+        """Pipeline ``name``'s steps, resolved (and shareable steps built) on first use."""
+        found = self._search_pipelines.get(name)
+        if found is None:
+            with self._search_pipelines_lock:  # two first searches at once build it once
+                found = self._search_pipelines.get(name)
+                if found is None:
+                    found = self._search_pipelines[name] = SearchPipeline(self, name)
+        return found
 
     def run(self, pipeline: str, params: dict[str, Any] | None = None) -> PipelineResult:
         """Run a configured pipeline (``settings.pipelines``) with ``params`` as its initial state."""
@@ -384,6 +403,7 @@ class Reme:
                 self.tags,
                 self.llm,
                 *self._pipeline_llms.values(),
+                *self._search_pipelines.values(),
                 self.agent_wrapper,
                 self.tokenizer,
                 *self.chunkers.values(),

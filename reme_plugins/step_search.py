@@ -8,6 +8,11 @@ Benchmark forks (``search_v2``) register their own step under another name.
 ``reme search``, ``memory_search``), so a step selected there is what agents get; a step that
 replaces this one must add ``search`` as a ``SearchResponse`` too. This step calls
 ``Reme.engine_search``, the engine without the pipeline.
+
+Served there, the state also holds ``request``: the search ``Reme.search`` accepted, its query
+already checked and its filters a typed ``SearchFilters``, which this step passes on as they
+are. Run as ``reme run search --param ...``, the state is plain params: the step is then their
+boundary, checks the query and builds the filters from the filter keys.
 """
 
 from __future__ import annotations
@@ -19,25 +24,25 @@ from pydantic import ValidationError
 from reme_core.api import SearchError, SearchFilters, Step, hookimpl
 
 FILTER_KEYS = ("paths", "tags", "tag_mode", "since", "until", "statuses")
+REQUEST_KEY = "request"
+"""Where the served search pipeline leaves its checked request
+(``reme_core.pipelines.search.REQUEST_KEY``)."""
 
 
 class SearchStep(Step):
     name: ClassVar[str] = "search"
+    shareable: ClassVar[bool] = True
+    """No per-call state on the instance: the served pipeline builds it once and calls it from
+    concurrent searches. A subclass that keeps per-call state on ``self`` sets this False."""
 
     def run(self, run: Any, state: dict[str, Any]) -> dict[str, Any]:
         reme = run.reme
         query = state.get("query")
-        if not isinstance(query, str) or not query.strip():
-            raise SearchError("the search step needs a `query` param, e.g. --param query='...'")
-        given = {key: state[key] for key in FILTER_KEYS if key in state}
-        given.setdefault("statuses", list(reme.settings.search.statuses))
-        for key in ("paths", "tags", "statuses"):  # --param tags=x gives a string
-            if isinstance(given.get(key), str):
-                given[key] = [given[key]]
-        try:
-            filters = SearchFilters(**given)
-        except ValidationError as exc:
-            raise SearchError("; ".join(e["msg"] for e in exc.errors())) from None
+        request = state.get(REQUEST_KEY)
+        if request is not None and query == request.query:
+            filters = request.filters  # checked and typed at the boundary
+        else:
+            filters = self._plain_filters(reme, query, state)
         # The engine itself: ``reme.search`` is the served search, which runs this pipeline.
         response = reme.engine_search(
             query,
@@ -47,6 +52,21 @@ class SearchStep(Step):
             expand=state.get("expand"),
         )
         return {"search": response}
+
+    @staticmethod
+    def _plain_filters(reme: Any, query: Any, state: dict[str, Any]) -> SearchFilters:
+        """Check plain params (``--param tags=x`` gives a string) and type their filters."""
+        if not isinstance(query, str) or not query.strip():
+            raise SearchError("the search step needs a `query` param, e.g. --param query='...'")
+        given = {key: state[key] for key in FILTER_KEYS if key in state}
+        given.setdefault("statuses", list(reme.settings.search.statuses))
+        for key in ("paths", "tags", "statuses"):
+            if isinstance(given.get(key), str):
+                given[key] = [given[key]]
+        try:
+            return SearchFilters(**given)
+        except ValidationError as exc:
+            raise SearchError("; ".join(e["msg"] for e in exc.errors())) from None
 
 
 @hookimpl

@@ -5,6 +5,16 @@ Every surface that searches on behalf of a caller (``Reme.search``, hence the HT
 search) runs this, so a benchmark that selects another search step (``search_v2``) measures the
 search agents get. The shipped ``search`` step calls the engine itself (``Reme.engine_search``).
 
+The pipeline's steps are resolved once per open workspace (``Reme`` keeps one
+``SearchPipeline`` per pipeline name and closes it on close); a step class that says it holds no
+per-call state (``shareable = True``, as the shipped ``search`` step does) is also built once and
+serves concurrent searches, any other is built per query as before.
+
+Each query's state holds the plain keys (``query``, ``limit``, ``min_score``, ``expand`` and,
+when filters were given, ``paths``, ``tags``, ``tag_mode``, ``since``, ``until``, ``statuses``),
+which any step may read or override, and ``request``: the ``SearchRequest`` the boundary
+(``Reme.search``) checked, whose filters stay a typed ``SearchFilters`` all the way to the engine.
+
 Unlike ``reme run search`` this is a query, not a run: no history commit, no run record. Step
 errors come back as the step raised them (a ``SearchError`` stays one). The pipeline must leave
 a ``search`` key holding a ``SearchResponse`` (or data that validates as one); anything else is a
@@ -16,24 +26,53 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from reme_core.errors import ConfigError
 from reme_core.pipelines.run import PipelineRun
-from reme_core.schema import SearchResponse
+from reme_core.schema import SearchFilters, SearchResponse
 from reme_core.settings import resolve_component
 
 if TYPE_CHECKING:
+    from reme_core.components import ComponentSettings, Step
     from reme_core.runtime import Reme
 
 SEARCH_PIPELINE = "search"
 """The pipeline every search surface runs (``pipelines.search``)."""
 RESULT_KEY = "search"
 """The state key the pipeline's search response is left under."""
+REQUEST_KEY = "request"
+"""The state key holding the checked ``SearchRequest`` (the shipped step reads its filters)."""
 
 _serving: ContextVar[frozenset[int]] = ContextVar("reme_serving_search", default=frozenset())
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """One search as ``Reme.search`` accepted it: the query is not blank, the filters typed."""
+
+    query: str
+    limit: int | None = None
+    min_score: float | None = None
+    filters: SearchFilters | None = None
+    expand: bool | None = None
+
+    def params(self) -> dict[str, Any]:
+        """The plain state keys, as steps written against them (``search_v2``) read them."""
+        params: dict[str, Any] = {"query": self.query}
+        for key, value in (
+            ("limit", self.limit),
+            ("min_score", self.min_score),
+            ("expand", self.expand),
+        ):
+            if value is not None:
+                params[key] = value
+        if self.filters is not None:
+            params.update(self.filters.model_dump())
+        return params
 
 
 def in_search_pipeline(reme: Reme) -> bool:
@@ -51,38 +90,68 @@ def _guard(reme: Reme) -> Iterator[None]:
         _serving.reset(token)
 
 
-def run_search_pipeline(
-    reme: Reme, params: dict[str, Any], name: str = SEARCH_PIPELINE
-) -> SearchResponse:
-    """Run pipeline ``name``'s steps over ``params`` (the search step's state keys: ``query``,
-    ``limit``, ``min_score``, ``expand``, ``paths``, ``tags``, ``tag_mode``, ``since``, ``until``,
-    ``statuses``) and return the ``SearchResponse`` they leave under ``search``."""
-    config = reme.settings.pipelines.get(name)
-    if config is None:
-        raise ConfigError(f"pipelines.{name}: not configured")
-    names = [selection.name for selection in config.steps]
-    described = f"pipelines.{name} ({', '.join(names) or 'no steps'})"
-    state: dict[str, Any] = dict(params)
-    run = PipelineRun(reme=reme, name=name, llm=reme.llm_for(name))
-    producer: str | None = None
-    with _guard(reme):
-        for i, selection in enumerate(config.steps):
-            path = f"pipelines.{name}.steps[{i}]"
-            cls, settings = resolve_component(reme.plugins, "step", selection, path)
-            step = cls(settings, reme.context)
-            try:
-                changes = step.run(run, state)
-            finally:
-                step.close()
-            if not isinstance(changes, dict):
-                raise ConfigError(
-                    f"{described}: step {selection.name!r} returned "
-                    f"{type(changes).__name__}, not a dict"
-                )
-            if RESULT_KEY in changes:
-                producer = selection.name
-            state.update(changes)
-    return _response(state.get(RESULT_KEY), described, producer)
+@dataclass(frozen=True)
+class _StepSlot:
+    name: str
+    cls: type[Step]
+    settings: ComponentSettings
+    shared: Step | None
+    """The one instance of a ``shareable`` step; None: a new one per query."""
+
+
+class SearchPipeline:
+    """Pipeline ``name``'s steps, resolved once; ``run`` serves one query over them."""
+
+    def __init__(self, reme: Reme, name: str = SEARCH_PIPELINE):
+        config = reme.settings.pipelines.get(name)
+        if config is None:
+            raise ConfigError(f"pipelines.{name}: not configured")
+        self.reme = reme
+        self.name = name
+        names = [selection.name for selection in config.steps]
+        self.described = f"pipelines.{name} ({', '.join(names) or 'no steps'})"
+        self._slots: list[_StepSlot] = []
+        try:
+            for i, selection in enumerate(config.steps):
+                path = f"pipelines.{name}.steps[{i}]"
+                cls, settings = resolve_component(reme.plugins, "step", selection, path)
+                shared = cls(settings, reme.context) if getattr(cls, "shareable", False) else None
+                self._slots.append(_StepSlot(selection.name, cls, settings, shared))
+        except BaseException:
+            self.close()
+            raise
+
+    def run(self, request: SearchRequest) -> SearchResponse:
+        """Run the steps over ``request`` and return the ``SearchResponse`` they leave."""
+        reme = self.reme
+        state: dict[str, Any] = {**request.params(), REQUEST_KEY: request}
+        run = PipelineRun(reme=reme, name=self.name, llm=reme.llm_for(self.name))
+        producer: str | None = None
+        with _guard(reme):
+            for slot in self._slots:
+                step = slot.shared
+                if step is None:
+                    step = slot.cls(slot.settings, reme.context)
+                try:
+                    changes = step.run(run, state)
+                finally:
+                    if slot.shared is None:
+                        step.close()
+                if not isinstance(changes, dict):
+                    raise ConfigError(
+                        f"{self.described}: step {slot.name!r} returned "
+                        f"{type(changes).__name__}, not a dict"
+                    )
+                if RESULT_KEY in changes:
+                    producer = slot.name
+                state.update(changes)
+        return _response(state.get(RESULT_KEY), self.described, producer)
+
+    def close(self) -> None:
+        """Close the steps built once (those built per query were closed after it)."""
+        for slot in self._slots:
+            if slot.shared is not None:
+                slot.shared.close()
 
 
 def _response(value: Any, described: str, producer: str | None) -> SearchResponse:

@@ -53,8 +53,7 @@ class Searcher:
         filters: SearchFilters | None = None,
         expand: bool | None = None,
     ) -> SearchResponse:
-        if not query or not query.strip():
-            raise SearchError("empty query")
+        """Rank ``query`` (checked by the caller: ``Reme.search`` or ``Reme.engine_search``)."""
         limit = self.config.limit if limit is None else limit
         if not 1 <= limit <= MAX_LIMIT:
             raise SearchError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
@@ -125,19 +124,19 @@ class Searcher:
     ) -> tuple[dict[str, list[tuple[str, float]]], list[str]]:
         """Every arm's ranking (in parallel when there are several) and why any arm did not run."""
         args = (query, candidates, allowed, filters)
-        if len(self.arms) == 1:
-            jobs: dict[str, Any] = {self.arms[0].name: _Inline(self.arms[0], args)}
-        else:
+        jobs: dict[str, Any] = {}
+        if len(self.arms) > 1:
             pool = ThreadPoolExecutor(max_workers=len(self.arms))
             jobs = {arm.name: pool.submit(arm.rank, *args) for arm in self.arms}
             pool.shutdown(wait=False)
         results: dict[str, list[tuple[str, float]]] = {}
         degraded: list[str] = []
-        for name, job in jobs.items():
+        for arm in self.arms:
             try:
-                results[name] = job.result()
+                # A lone arm runs in this thread: no pool to start for keyword-only search.
+                results[arm.name] = jobs[arm.name].result() if jobs else arm.rank(*args)
             except ArmUnavailable as exc:
-                degraded.append(f"{name}: {exc}")
+                degraded.append(f"{arm.name}: {exc}")
         if not results:
             raise SearchError("no search arm could run: " + "; ".join(degraded))
         for arm in self.arms:
@@ -145,16 +144,6 @@ class Searcher:
             if arm.name in results and notes is not None:
                 degraded.extend(notes())
         return results, degraded
-
-
-class _Inline:
-    """Runs one arm in this thread but reads like a future, so both paths share the loop above."""
-
-    def __init__(self, arm: SearchArm, args: tuple[Any, ...]):
-        self._arm, self._args = arm, args
-
-    def result(self) -> list[tuple[str, float]]:
-        return self._arm.rank(*self._args)
 
 
 def _meaning_only(results: dict[str, list[tuple[str, float]]]) -> bool:

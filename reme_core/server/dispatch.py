@@ -19,7 +19,14 @@ from reme_core.server.http_errors import ApiError
 from reme_core.server.principal import Principal, current_principal
 from reme_core.server.server_paths import hide_server_paths
 from reme_core.server.workspaces import WorkspaceRegistry
-from reme_core.service.operations import OPERATIONS, Input, Operation, Profile, SearchInput
+from reme_core.service.operations import (
+    OPERATIONS,
+    Input,
+    Operation,
+    Profile,
+    SearchInput,
+    plain,
+)
 
 log = logging.getLogger("reme.server")
 
@@ -82,10 +89,10 @@ def run_operation(
     )
     reset = current_principal.set(principal)
     try:
+        result = _call(registry, workspace, op, given)
         if name == "search":
             assert isinstance(given, SearchInput)
-            return _search(registry, principal, workspace, given, include_shared)
-        result = _call(registry, workspace, op, given)
+            return _with_shared(registry, principal, workspace, given, result, include_shared)
         if name == "status":
             result["server"] = registry.server_status(workspace)
             result["degraded"] = result["server"]["degraded"]
@@ -103,7 +110,7 @@ def _call(registry: WorkspaceRegistry, workspace: str, op: Operation, given: Inp
     serial = registry.serial(workspace, key) if op.name in SERIAL else nullcontext()
     try:
         with serial, registry.use(workspace) as reme:
-            result = op.call(reme, given)
+            result = plain(op.handler(reme, given))  # ``given`` is validated: no op.call
     except Exception as exc:
         if op.name in RECORDED:
             registry.record_run(workspace, op.name, started, exc)
@@ -117,19 +124,19 @@ def _call(registry: WorkspaceRegistry, workspace: str, op: Operation, given: Inp
     return result
 
 
-def _search(
+def _with_shared(
     registry: WorkspaceRegistry,
     principal: Principal,
     workspace: str,
     given: SearchInput,
+    own: dict[str, Any],
     include_shared: bool,
 ) -> dict[str, Any]:
-    """Search the workspace, and with ``include_shared`` also the shared workspaces this token
-    may use ("project plus global" recall); hits are merged by score, each naming its workspace.
-    A shared workspace that fails is reported in ``degraded``, not raised: the caller's own
-    results still come back."""
+    """The workspace's search ``own``, and with ``include_shared`` the shared workspaces this
+    token may use searched too ("project plus global" recall); hits are merged by score, each
+    naming its workspace. A shared workspace that fails is reported in ``degraded``, not raised:
+    the caller's own results still come back."""
     op = OPERATIONS["search"]
-    own = _call(registry, workspace, op, given)
     searched = [workspace]
     extra: list[tuple[str, dict[str, Any]]] = []
     degraded = [*own["degraded"], *registry.degraded(workspace)]

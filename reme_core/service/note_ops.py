@@ -30,19 +30,22 @@ class SearchInput(Input):
 
 
 def _search(reme: Reme, given: SearchInput) -> Any:
-    filters = {
-        k: v
-        for k, v in given.model_dump(
-            include={"paths", "tags", "tag_mode", "since", "until", "statuses"}
-        ).items()
-        if v is not None
-    }
-    filters.setdefault("statuses", list(reme.settings.search.statuses))
+    # The input's fields typed straight into the engine's filters (no dump and rebuild); an
+    # unset list means "no restriction", unset statuses the configured default.
+    statuses = given.statuses if given.statuses is not None else reme.settings.search.statuses
+    filters = SearchFilters(
+        paths=given.paths or [],
+        tags=given.tags or [],
+        tag_mode=given.tag_mode,
+        since=given.since,
+        until=given.until,
+        statuses=list(statuses),
+    )
     return reme.search(
         given.query,
         limit=given.limit,
         min_score=given.min_score,
-        filters=SearchFilters(**filters),
+        filters=filters,
         expand=given.expand,
     )
 
