@@ -43,6 +43,10 @@ CORE_COMMANDS: dict[str, tuple[str, str]] = {
         "reme_core.cli.index_cmd",
         "Lay out a workspace: daily/, digest/{personal,procedure,wiki}/, resource/, sessions/, .reme/.",
     ),
+    "integrate": (
+        "reme_core.cli.integrate_cmd",
+        "Connect an agent host (claude-code) to this workspace: its MCP entry, hooks and a write token.",
+    ),
     "links": (
         "reme_core.cli.links_cmd",
         "Show the links of PATH (both ways), or with --unresolved the links that point nowhere.",
