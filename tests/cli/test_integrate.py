@@ -195,3 +195,35 @@ def test_no_token_store_is_a_clear_error(home: Path, tmp_path: Path) -> None:
         and "reme serve" in result.output
     )
     assert not (home / ".claude.json").exists()
+
+
+def test_a_running_server_gives_the_url_and_workspace_name(home: Path, workspace: Path) -> None:
+    from filelock import FileLock
+
+    from reme_core.server.discovery import Discovery, now, write_discovery
+
+    lock = FileLock(workspace / ".reme/server.lock")
+    with lock:  # as `reme serve` holds it while it serves
+        info = Discovery(
+            url="http://127.0.0.1:4711",
+            pid=1,
+            started=now(),
+            workspace="default",
+            workspaces=["default"],
+            auth=True,
+            token_file=str(workspace / ".reme/token"),
+        )
+        write_discovery(workspace, info)
+        report = integrate(workspace)
+    server = json.loads((home / ".claude.json").read_text("utf-8"))["mcpServers"]["reme"]
+    assert report["url"] == "http://127.0.0.1:4711" and server["url"] == "http://127.0.0.1:4711/mcp"
+
+
+def test_a_token_revoked_by_hand_is_replaced_on_rerun(home: Path, workspace: Path) -> None:
+    first = integrate(workspace)["token"]
+    TokenStore(workspace / ".reme").revoke(first)
+    report = integrate(workspace)
+    assert report["status"] == "connected" and report["token"] != first
+    assert tokens(workspace)[report["token"]] == "write"
+    integrate(workspace, "--remove")
+    assert not (home / ".claude.json").exists() and report["token"] not in tokens(workspace)
