@@ -131,7 +131,16 @@ def codex_bin() -> Path:
             timeout=INSTALL_TIMEOUT_S,
         )
         assert done.returncode == 0, f"npm ci failed:\n{done.stdout}\n{done.stderr}"
-    done = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60)
+    # Any codex run writes under CODEX_HOME (default ~/.codex): keep it out of the user's home.
+    scratch = home / "codex_home"
+    scratch.mkdir(exist_ok=True)
+    done = subprocess.run(
+        [str(binary), "--version"],
+        env=clean_env(CODEX_HOME=str(scratch)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0 and version in done.stdout, done.stdout + done.stderr
     return binary
 
