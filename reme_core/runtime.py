@@ -318,10 +318,13 @@ class Reme:
         return watcher
 
     def warm_up(self) -> bool:
-        """Load the embedding model now by embedding one short query, so the first search
-        after a start does not wait for it (`reme serve` calls this on a thread once it is
-        up). False when there is no vector arm to warm. A failure is raised and kept in
+        """Do now what the first search after a start would wait for (`reme serve` calls this
+        on a thread once it is up): the default filters' allowed chunks and the keyword index
+        (``Searcher.warm``), then the embedding model, loaded by embedding one short query.
+        False when there is no vector arm to warm. A model failure is raised and kept in
         ``status()``; the model then loads on the first search, as without a warm-up."""
+        with self.indexer.lock.read():  # as a search reads: never a half-applied write
+            self.searcher.warm()
         if self.vectors is None or not self.vectors.available:
             return False
         self.embedding_state = "warming"

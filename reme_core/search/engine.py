@@ -119,6 +119,16 @@ class Searcher:
         filters = filters or SearchFilters(statuses=list(self.config.statuses))
         return self._run_arms(query, candidates, self._allowed.get(filters).ids, filters)[0]
 
+    def warm(self) -> None:
+        """Do now what the first search with the default filters would wait for: their allowed
+        set (every chunk row of the catalog read: 0.15 s at 10,000 notes) and the keyword arm's
+        index loaded by one ranking; later searches reuse both until the catalog changes."""
+        filters = SearchFilters(statuses=list(self.config.statuses))
+        allowed = self._allowed.get(filters).ids
+        for arm in self.arms:
+            if arm.name == KEYWORD_ARM:
+                arm.rank("warm up", 1, allowed, filters)
+
     def _run_arms(
         self, query: str, candidates: int, allowed: set[str], filters: SearchFilters
     ) -> tuple[dict[str, list[tuple[str, float]]], list[str]]:
