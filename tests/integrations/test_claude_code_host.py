@@ -16,10 +16,7 @@ Without node and npm the test is skipped, unless REME_REQUIRE_HOSTS=1 (CI), wher
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,7 +25,8 @@ from typing import Any, NamedTuple
 import pytest
 from conftest import KEYWORD_ONLY_ENV
 
-from reme_core.workspace import init_workspace, parse_frontmatter
+from reme_core.workspace import parse_frontmatter
+from tests.integrations import hosts
 from tests.integrations.scripted_anthropic import Script, ScriptedServer
 
 pytestmark = pytest.mark.slow
@@ -42,8 +40,6 @@ QUESTION = "Where does the larkspur kiln key hang?"
 TOOL = "mcp__plugin_reme_reme__search"
 """Claude Code names a plugin's MCP tools mcp__plugin_<plugin>_<server in .mcp.json>__<tool>."""
 
-INSTALL_TIMEOUT_S = 600
-START_TIMEOUT_S = 30
 CLAUDE_TIMEOUT_S = 180
 CAPTURE_TIMEOUT_S = 30
 
@@ -65,53 +61,16 @@ OFFLINE_ENV = {
 }
 
 
-def pinned_version() -> str:
-    manifest = json.loads((PLUGIN / "package.json").read_text(encoding="utf-8"))
-    return manifest["devDependencies"][PACKAGE]
-
-
-def reme_command() -> list[str]:
-    script = Path(sys.executable).with_name("reme")
-    if script.exists():
-        return [str(script)]
-    return [sys.executable, "-c", "from reme_core.cli import main; main()"]
-
-
 def clean_env(**extra: str) -> dict[str, str]:
     """The host environment without REME_*, CLAUDE_* or ANTHROPIC_* settings, plus ``extra``."""
-    prefixes = ("REME_", "CLAUDE_", "ANTHROPIC_")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
-    env.update(extra)
-    return env
+    return hosts.clean_env(("CLAUDE_", "ANTHROPIC_"), **extra)
 
 
 @pytest.fixture(scope="session")
 def claude_bin() -> Path:
     """The pinned ``claude``, installed with ``npm ci`` from the committed lock file."""
-    missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
-    if missing:
-        reason = f"{' and '.join(missing)} not found: the real Claude Code host cannot be installed"
-        if os.environ.get("REME_REQUIRE_HOSTS") == "1":
-            pytest.fail(f"REME_REQUIRE_HOSTS=1 but {reason}")
-        pytest.skip(reason)
-    version = pinned_version()
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    home = cache / "reme" / "hosts" / f"claude-code-{version}"
+    home, version = hosts.npm_install(PLUGIN, PACKAGE, "claude-code")
     binary = home / "node_modules" / ".bin" / "claude"
-    lock = (PLUGIN / "package-lock.json").read_bytes()
-    if not (binary.exists() and (home / "package-lock.json").read_bytes() == lock):
-        shutil.rmtree(home, ignore_errors=True)
-        home.mkdir(parents=True)
-        for name in ("package.json", "package-lock.json"):
-            shutil.copy(PLUGIN / name, home / name)
-        done = subprocess.run(
-            ["npm", "ci", "--no-audit", "--no-fund", "--loglevel", "error"],
-            cwd=home,
-            capture_output=True,
-            text=True,
-            timeout=INSTALL_TIMEOUT_S,
-        )
-        assert done.returncode == 0, f"npm ci failed:\n{done.stdout}\n{done.stderr}"
     done = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and version in done.stdout, done.stdout + done.stderr
     return binary
@@ -131,49 +90,12 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """``reme serve`` over a one-note workspace, sharing CLAUDE_CONFIG_DIR with the host (the
     server reads the transcript by session id from there)."""
     tmp = tmp_path_factory.mktemp("claude_host")
-    workspace, home = tmp / "ws", tmp / "home"
+    workspace, home = hosts.one_note_workspace(tmp / "ws", FACT), tmp / "home"
     config_dir = home / ".claude"
     config_dir.mkdir(parents=True)
-    init_workspace(workspace)
-    note = workspace / "notes" / "kiln.md"
-    note.parent.mkdir(parents=True, exist_ok=True)
-    note.write_text(f"# The kiln key\n\n{FACT}\n", encoding="utf-8")
     env = clean_env(**KEYWORD_ONLY_ENV, REME_TIMEZONE="UTC", CLAUDE_CONFIG_DIR=str(config_dir))
-    created = subprocess.run(
-        [*reme_command(), "token", "create", "--profile", "write", "--json", "-w", str(workspace)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert created.returncode == 0, created.stderr
-    token = json.loads(created.stdout)["secret"]
-    log = open(tmp / "server.log", "wb")  # noqa: SIM115 (closed at teardown)
-    proc = subprocess.Popen(
-        [*reme_command(), "serve", "-w", str(workspace), "--port", "0", "--log-level", "info"],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        discovery = workspace / ".reme" / "server.json"
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not discovery.is_file():
-            output = (tmp / "server.log").read_text(errors="replace")
-            assert proc.poll() is None, f"reme serve exited:\n{output}"
-            assert time.monotonic() < deadline, f"reme serve did not start:\n{output}"
-            time.sleep(0.05)
-        url = json.loads(discovery.read_text(encoding="utf-8"))["url"]
-        yield Served(url, token, workspace, config_dir, home, tmp)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+    with hosts.reme_served(workspace, tmp / "server.log", env, "write") as (server, token):
+        yield Served(server["url"], token, workspace, config_dir, home, tmp)
 
 
 def daily_note(workspace: Path, session_id: str) -> Path | None:

@@ -16,10 +16,8 @@ skipped, unless REME_REQUIRE_HOSTS=1 (CI), where it fails.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +26,7 @@ from typing import NamedTuple
 import pytest
 from conftest import KEYWORD_ONLY_ENV
 
-from reme_core.workspace import init_workspace
+from tests.integrations import hosts
 from tests.integrations.scripted_openai_responses import Script, ScriptedServer
 
 pytestmark = pytest.mark.slow
@@ -44,8 +42,6 @@ NAMESPACE, TOOL = "mcp__reme", "search"
 namespace and the tool."""
 AGENTS_MARKER = "## Memory (reme)"
 
-INSTALL_TIMEOUT_S = 600
-START_TIMEOUT_S = 30
 CODEX_TIMEOUT_S = 180
 
 CONFIG = """\
@@ -84,53 +80,16 @@ bearer_token_env_var = "REME_TOKEN"
 """
 
 
-def pinned_version() -> str:
-    manifest = json.loads((INTEGRATION / "package.json").read_text(encoding="utf-8"))
-    return manifest["devDependencies"][PACKAGE]
-
-
-def reme_command() -> list[str]:
-    script = Path(sys.executable).with_name("reme")
-    if script.exists():
-        return [str(script)]
-    return [sys.executable, "-c", "from reme_core.cli import main; main()"]
-
-
 def clean_env(**extra: str) -> dict[str, str]:
     """The host environment without REME_*, CODEX_* or OPENAI_* settings, plus ``extra``."""
-    prefixes = ("REME_", "CODEX_", "OPENAI_")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
-    env.update(extra)
-    return env
+    return hosts.clean_env(("CODEX_", "OPENAI_"), **extra)
 
 
 @pytest.fixture(scope="session")
 def codex_bin() -> Path:
     """The pinned ``codex``, installed with ``npm ci`` from the committed lock file."""
-    missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
-    if missing:
-        reason = f"{' and '.join(missing)} not found: the real Codex host cannot be installed"
-        if os.environ.get("REME_REQUIRE_HOSTS") == "1":
-            pytest.fail(f"REME_REQUIRE_HOSTS=1 but {reason}")
-        pytest.skip(reason)
-    version = pinned_version()
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    home = cache / "reme" / "hosts" / f"codex-{version}"
+    home, version = hosts.npm_install(INTEGRATION, PACKAGE, "codex")
     binary = home / "node_modules" / ".bin" / "codex"
-    lock = (INTEGRATION / "package-lock.json").read_bytes()
-    if not (binary.exists() and (home / "package-lock.json").read_bytes() == lock):
-        shutil.rmtree(home, ignore_errors=True)
-        home.mkdir(parents=True)
-        for name in ("package.json", "package-lock.json"):
-            shutil.copy(INTEGRATION / name, home / name)
-        done = subprocess.run(
-            ["npm", "ci", "--no-audit", "--no-fund", "--loglevel", "error"],
-            cwd=home,
-            capture_output=True,
-            text=True,
-            timeout=INSTALL_TIMEOUT_S,
-        )
-        assert done.returncode == 0, f"npm ci failed:\n{done.stdout}\n{done.stderr}"
     # Any codex run writes under CODEX_HOME (default ~/.codex): keep it out of the user's home.
     scratch = home / "codex_home"
     scratch.mkdir(exist_ok=True)
@@ -156,48 +115,11 @@ class Served(NamedTuple):
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """``reme serve`` over a one-note workspace, with a read-profile token for the host."""
     tmp = tmp_path_factory.mktemp("codex_host")
-    workspace = tmp / "ws"
-    init_workspace(workspace)
-    note = workspace / "notes" / "kiln.md"
-    note.parent.mkdir(parents=True, exist_ok=True)
-    note.write_text(f"# The kiln key\n\n{FACT}\n", encoding="utf-8")
+    workspace = hosts.one_note_workspace(tmp / "ws", FACT)
     env = clean_env(**KEYWORD_ONLY_ENV, REME_TIMEZONE="UTC")
-    created = subprocess.run(
-        [*reme_command(), "token", "create", "--profile", "read", "--json", "-w", str(workspace)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert created.returncode == 0, created.stderr
-    token = json.loads(created.stdout)["secret"]
-    log = open(tmp / "server.log", "wb")  # noqa: SIM115 (closed at teardown)
-    proc = subprocess.Popen(
-        [*reme_command(), "serve", "-w", str(workspace), "--port", "0", "--log-level", "info"],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        discovery = workspace / ".reme" / "server.json"
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not discovery.is_file():
-            output = (tmp / "server.log").read_text(errors="replace")
-            assert proc.poll() is None, f"reme serve exited:\n{output}"
-            assert time.monotonic() < deadline, f"reme serve did not start:\n{output}"
-            time.sleep(0.05)
-        server = json.loads(discovery.read_text(encoding="utf-8"))
+    with hosts.reme_served(workspace, tmp / "server.log", env, "read") as (server, token):
         assert server["auth"] is True  # so a tool result proves the host sent the token
         yield Served(server["url"], token, workspace, tmp)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
 
 
 def run_codex(codex: Path, served: Served, model_url: str, token: str) -> tuple[Path, str, str]:

@@ -1,0 +1,130 @@
+"""What the real-host tests share: the pinned host installed with ``npm ci`` into a cache, a clean
+environment, a one-note workspace and ``reme serve`` over it with a fresh token.
+
+Each host test (test_claude_code_host.py, test_codex_host.py) pins its host in
+``integrations/<host>/package.json`` + ``package-lock.json``. Without node and npm it is skipped,
+unless REME_REQUIRE_HOSTS=1 (CI), where it fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reme_core.workspace import init_workspace
+
+INSTALL_TIMEOUT_S = 600
+START_TIMEOUT_S = 30
+
+
+def reme_command() -> list[str]:
+    script = Path(sys.executable).with_name("reme")
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-c", "from reme_core.cli import main; main()"]
+
+
+def clean_env(prefixes: tuple[str, ...], **extra: str) -> dict[str, str]:
+    """This environment without REME_* and the host's own ``prefixes``, plus ``extra``."""
+    dropped = ("REME_", *prefixes)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(dropped)}
+    env.update(extra)
+    return env
+
+
+def pinned_version(folder: Path, package: str) -> str:
+    manifest = json.loads((folder / "package.json").read_text(encoding="utf-8"))
+    return manifest["devDependencies"][package]
+
+
+def npm_install(folder: Path, package: str, name: str) -> tuple[Path, str]:
+    """``(install folder, version)`` of the host pinned in ``folder``, installed with ``npm ci``
+    into ``$XDG_CACHE_HOME/reme/hosts/<name>-<version>`` (else ``~/.cache/...``); reinstalled only
+    when the lock file changed."""
+    missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
+    if missing:
+        reason = f"{' and '.join(missing)} not found: the real {name} host cannot be installed"
+        if os.environ.get("REME_REQUIRE_HOSTS") == "1":
+            pytest.fail(f"REME_REQUIRE_HOSTS=1 but {reason}")
+        pytest.skip(reason)
+    version = pinned_version(folder, package)
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    home = cache / "reme" / "hosts" / f"{name}-{version}"
+    lock = (folder / "package-lock.json").read_bytes()
+    installed = home / "package-lock.json"
+    if not (
+        (home / "node_modules").is_dir() and installed.is_file() and installed.read_bytes() == lock
+    ):
+        shutil.rmtree(home, ignore_errors=True)
+        home.mkdir(parents=True)
+        for file in ("package.json", "package-lock.json"):
+            shutil.copy(folder / file, home / file)
+        done = subprocess.run(
+            ["npm", "ci", "--no-audit", "--no-fund", "--loglevel", "error"],
+            cwd=home,
+            capture_output=True,
+            text=True,
+            timeout=INSTALL_TIMEOUT_S,
+        )
+        assert done.returncode == 0, f"npm ci failed:\n{done.stdout}\n{done.stderr}"
+    return home, version
+
+
+def one_note_workspace(workspace: Path, fact: str) -> Path:
+    """A new workspace whose only note, ``notes/kiln.md``, holds ``fact``."""
+    init_workspace(workspace)
+    note = workspace / "notes" / "kiln.md"
+    note.parent.mkdir(parents=True, exist_ok=True)
+    note.write_text(f"# The kiln key\n\n{fact}\n", encoding="utf-8")
+    return workspace
+
+
+@contextmanager
+def reme_served(
+    workspace: Path, log_path: Path, env: Mapping[str, str], profile: str
+) -> Iterator[tuple[dict[str, Any], str]]:
+    """``reme serve`` over ``workspace`` on a free port, logging to ``log_path``: yields its
+    discovery record (``url``, ``auth``, ...) and the secret of a new ``profile`` token."""
+    created = subprocess.run(
+        [*reme_command(), "token", "create", "--profile", profile, "--json", "-w", str(workspace)],
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert created.returncode == 0, created.stderr
+    token = json.loads(created.stdout)["secret"]
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [*reme_command(), "serve", "-w", str(workspace), "--port", "0", "--log-level", "info"],
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            discovery = workspace / ".reme" / "server.json"
+            deadline = time.monotonic() + START_TIMEOUT_S
+            while not discovery.is_file():
+                output = log_path.read_text(errors="replace")
+                assert proc.poll() is None, f"reme serve exited:\n{output}"
+                assert time.monotonic() < deadline, f"reme serve did not start:\n{output}"
+                time.sleep(0.05)
+            yield json.loads(discovery.read_text(encoding="utf-8")), token
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
