@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reme_core.workspace.tools import atomic_write
+from reme_core.workspace.atomic import atomic_write
 
 if TYPE_CHECKING:
     from reme_core.index.catalog import FileStamp

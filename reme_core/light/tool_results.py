@@ -23,8 +23,9 @@ from pydantic import BaseModel, Field
 from reme_core.errors import WorkspaceError
 from reme_core.light.messages import ContextError, content_text, validate_messages
 from reme_core.pipelines.prompts import Prompts
+from reme_core.workspace.atomic import atomic_write
 from reme_core.workspace.paths import WorkspacePaths
-from reme_core.workspace.tools import atomic_write, split_lines
+from reme_core.workspace.read_tools import split_lines
 
 TOOL_RESULTS_DIR = "tool_results"
 HINT_SEPARATOR = "\n\n["

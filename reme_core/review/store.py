@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from reme_core.errors import NotFoundError
 from reme_core.review.models import Proposal, ReviewError, check_id
-from reme_core.workspace.tools import atomic_write
+from reme_core.workspace.atomic import atomic_write
 
 FOLDER = "proposals"
 

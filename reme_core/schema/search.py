@@ -5,8 +5,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from reme_core.schema.note import NoteStatus
 from reme_core.schema.globs import InvalidGlobError, check_glob
+from reme_core.schema.note import NoteStatus
 
 MAX_PATH_FILTERS = 64
 """Most path filters in one search (each is matched against every candidate note)."""

@@ -33,7 +33,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from reme_core.errors import ConfigError, RemeError
 from reme_core.settings import Settings
-from reme_core.workspace.tools import atomic_write
+from reme_core.workspace.atomic import atomic_write
 
 JOBS = ("dream", "optimize", "auto_memory_flush", "resource_inbox")
 """The built-in jobs; ``server.schedule.pipelines`` adds any configured pipeline by job name."""

@@ -6,8 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from reme_core.workspace import FileTools
-from reme_core.workspace.layout import prune_empty_folders
-from reme_core.workspace.layout import FOLDERS
+from reme_core.workspace.layout import FOLDERS, prune_empty_folders
 
 
 def test_delete_removes_the_folders_it_empties(tools: FileTools, workspace: Path) -> None:
