@@ -173,7 +173,13 @@ class _RemoteFiles:
         return results.StatResult.model_validate(self._client.call("stat", {"path": path}))
 
 
-PIPELINE_OPERATIONS = ("auto_memory", "auto_memory_cc", "auto_resource", "dream")
+PIPELINE_OPERATIONS = (
+    "auto_memory",
+    "auto_memory_cc",
+    "auto_memory_codex",
+    "auto_resource",
+    "dream",
+)
 
 
 class RemoteReme:

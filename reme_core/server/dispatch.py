@@ -34,6 +34,7 @@ RECORDED = frozenset(
     {
         "auto_memory",
         "auto_memory_cc",
+        "auto_memory_codex",
         "auto_resource",
         "dream",
         "run",
@@ -42,7 +43,9 @@ RECORDED = frozenset(
     }
 )
 """Operations whose runs ``/status`` lists (pipelines and maintenance)."""
-SERIAL = frozenset({"auto_memory", "auto_memory_cc", "auto_resource", "dream", "run"})
+SERIAL = frozenset(
+    {"auto_memory", "auto_memory_cc", "auto_memory_codex", "auto_resource", "dream", "run"}
+)
 """Pipelines: one run at a time per workspace (their usage counters assume it)."""
 
 

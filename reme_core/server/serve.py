@@ -276,7 +276,7 @@ def _job_serial_keys(job_name: str, settings: Settings) -> list[str]:
     count the other's model calls). Always taken in this order; an API call holds one lock
     only, so no cycle can form."""
     if job_name == "auto_memory_flush":
-        return [job_name, "auto_memory", "auto_memory_cc"]
+        return [job_name, "auto_memory", "auto_memory_cc", "auto_memory_codex"]
     if job_name == "resource_inbox":
         return [job_name, "auto_resource"]
     scheduled = settings.server.schedule.pipelines.get(job_name)

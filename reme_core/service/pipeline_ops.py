@@ -1,5 +1,5 @@
 """The pipeline and maintenance operations: the built-in pipelines (auto_memory,
-auto_memory_cc, auto_resource, dream), any configured pipeline by name, the workspace's status
+auto_memory_cc, auto_memory_codex, auto_resource, dream), any configured pipeline by name, the workspace's status
 and a full reindex."""
 
 from __future__ import annotations
@@ -30,6 +30,14 @@ class AutoMemoryCcInput(Input):
     hint: str | None = None
     flush: bool | None = None
     """As for auto_memory: a Claude Code SessionEnd hook sends true."""
+
+
+class AutoMemoryCodexInput(Input):
+    session_id: str = Field(min_length=1)
+    """The Codex thread id (its notify program sends ``thread-id``)."""
+    date: str | None = None
+    hint: str | None = None
+    flush: bool | None = None
 
 
 class AutoResourceInput(Input):
@@ -98,6 +106,13 @@ PIPELINE_OPERATIONS: list[Operation] = [
         "Ingest a Claude Code session by id (incremental) into its daily note.",
         AutoMemoryCcInput,
         _pipeline("auto_memory_cc"),
+    ),
+    Operation(
+        "auto_memory_codex",
+        "write",
+        "Ingest a Codex session by thread id (incremental) into its daily note.",
+        AutoMemoryCodexInput,
+        _pipeline("auto_memory_codex"),
     ),
     Operation(
         "auto_resource",

@@ -157,6 +157,13 @@ def _pipeline_defaults() -> dict[str, PipelineConfig]:
                 ComponentSelection(name="auto_memory", settings={"min_pending_turns": 6}),
             ]
         ),
+        # Codex's notify program runs after every turn (about 2 messages), as the Stop hook does.
+        "auto_memory_codex": PipelineConfig(
+            steps=[
+                ComponentSelection(name="codex_transcript"),
+                ComponentSelection(name="auto_memory", settings={"min_pending_turns": 6}),
+            ]
+        ),
         "auto_resource": steps("auto_resource", "auto_tag"),
         "auto_tag": steps("auto_tag"),
         "dream": steps("dream_extract", "dream_integrate", "dream_finish", "auto_tag"),

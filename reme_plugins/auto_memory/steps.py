@@ -14,7 +14,8 @@ error}``: those turns stay pending), ``waiting`` (session ids not idle long enou
 ``changed``.
 
 ``claude_code_transcript`` (pipeline ``auto_memory_cc``, before ``auto_memory``) reads a Claude
-Code session by id and puts its new turns into ``messages``.
+Code session by id and puts its new turns into ``messages``; ``codex_transcript`` (pipeline
+``auto_memory_codex``) does the same for a Codex session (its rollout file, by thread id).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any, ClassVar
 
 from reme_core.api import ConfigError, Prompts, RemeError, Step, hookimpl, named_lock
 from reme_plugins.auto_memory.claude_code import ClaudeCodeTranscriptStep
+from reme_plugins.auto_memory.codex import CodexTranscriptStep
 from reme_plugins.auto_memory.cursor import pending_sessions
 from reme_plugins.auto_memory.request import (
     FLUSH_IDLE,
@@ -102,6 +104,7 @@ class AutoMemoryStep(Step):
 
 @hookimpl
 def register_steps(register: Callable[[type[Step]], None]) -> None:
-    """Register ``auto_memory`` and ``claude_code_transcript``."""
+    """Register ``auto_memory``, ``claude_code_transcript`` and ``codex_transcript``."""
     register(AutoMemoryStep)
     register(ClaudeCodeTranscriptStep)
+    register(CodexTranscriptStep)

@@ -30,7 +30,10 @@ def test_the_issue_lists_every_operation_with_its_profile():
         **dict.fromkeys(["search", "read", "list", "stat", "traverse", "status"], "read"),
         **dict.fromkeys(["memory_get", "memory_list", "memory_retrieve"], "read"),
         **dict.fromkeys(
-            ["write", "edit", "frontmatter", "auto_memory", "auto_memory_cc", "auto_resource"],
+            [
+                *("write", "edit", "frontmatter", "auto_memory", "auto_memory_cc"),
+                *("auto_memory_codex", "auto_resource"),
+            ],
             "write",
         ),
         **dict.fromkeys(["memory_add", "memory_update", "memory_summarize"], "write"),
