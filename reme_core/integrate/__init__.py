@@ -1,9 +1,10 @@
-"""``reme integrate HOST``: connect an agent host (Claude Code, later Codex, OpenClaw, Hermes) to
+"""``reme integrate HOST``: connect an agent host (Claude Code, Codex, later OpenClaw, Hermes) to
 a workspace: its MCP entry, its capture hooks and a narrow token, undone by ``--remove``.
 
 Each host is one module here exposing ``HOST`` (see ``Host``); ``HOSTS`` names them, and a
 module is imported only when its host is asked for. ``connect.py`` does what every host shares
-(the token, backups, the record that ``--remove`` reads); ``config_files.py`` edits JSON files.
+(the token, backups, the record that ``--remove`` reads); ``config_files.py`` edits JSON files,
+``text_files.py`` TOML and dotenv files.
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ from typing import Any, Protocol
 from reme_core.errors import RemeError
 from reme_core.integrate.config_files import Op
 
-HOSTS: dict[str, str] = {"claude-code": "reme_core.integrate.claude_code"}
+HOSTS: dict[str, str] = {
+    "claude-code": "reme_core.integrate.claude_code",
+    "codex": "reme_core.integrate.codex",
+}
 """host name -> the module whose ``HOST`` connects it."""
 
 

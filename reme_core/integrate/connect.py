@@ -29,6 +29,7 @@ from reme_core.integrate.config_files import (
     sha256,
     write_private,
 )
+from reme_core.integrate.text_files import load_config
 from reme_core.runtime import STATE_DIR
 from reme_core.server.auth import TOKENS_FILE, TokenStore
 from reme_core.server.discovery import read_discovery
@@ -164,7 +165,7 @@ def _plan(ops: list[Op]) -> dict[Path, JsonFile]:
     files: dict[Path, JsonFile] = {}
     for op in ops:
         if op.path not in files:
-            files[op.path] = JsonFile.load(op.path)
+            files[op.path] = load_config(op.path)
     for op in ops:
         files[op.path].apply(op)
     return files
@@ -180,7 +181,8 @@ def _token_in_use(ws: Workspace, record: dict[str, Any] | None) -> str | None:
 def _secret_in(files: dict[Path, JsonFile], ws: Workspace, token_id: str) -> str | None:
     """The secret of ``token_id`` as the host's files hold it, if they still do."""
     for file in files.values():
-        for candidate in _SECRET.findall(json.dumps(file_before(file))):
+        # The text as it is on disk (``apply`` already changed ``data``), whatever its format.
+        for candidate in _SECRET.findall((file.raw or b"").decode("utf-8", "replace")):
             principal = ws.store.verify(candidate)
             if principal is not None and principal.token_id == token_id:
                 return candidate
@@ -284,7 +286,7 @@ def _restore(
         ]
     if current is None:
         return []
-    file = JsonFile.load(path)  # edited since: take out only what reme put there
+    file = load_config(path)  # edited since: take out only what reme put there
     removed: list[str] = []
     for op in (o for o in ops if o["path"] == str(path)):
         keys = tuple(op["keys"])

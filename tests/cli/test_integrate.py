@@ -161,10 +161,11 @@ def test_claude_config_dir_and_project_scope(
 
 def test_list_shows_hosts_found_and_connected(home: Path, workspace: Path) -> None:
     result = run("integrate", "--list", "-w", str(workspace), "--json")
-    (row,) = json.loads(result.output)
-    assert row["host"] == "claude-code" and row["connected"] == []
+    (row,) = [r for r in json.loads(result.output) if r["host"] == "claude-code"]
+    assert row["connected"] == []
     integrate(workspace)
-    (row,) = json.loads(run("integrate", "--list", "-w", str(workspace), "--json").output)
+    result = run("integrate", "--list", "-w", str(workspace), "--json")
+    (row,) = [r for r in json.loads(result.output) if r["host"] == "claude-code"]
     assert row["found"] and row["config_dir_present"] and row["connected"] == ["user"]
     assert "connected: user" in run("integrate", "--list", "-w", str(workspace)).output
 

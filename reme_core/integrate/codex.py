@@ -1,0 +1,91 @@
+"""Codex: the ``reme`` MCP server entry, the notify program that captures each turn, and the token.
+
+Writes ``$CODEX_HOME/config.toml`` (default ``~/.codex``): ``[mcp_servers.reme]`` (streamable
+HTTP, the bearer token read from ``$REME_TOKEN`` through ``bearer_token_env_var``, so no secret
+sits in config.toml) and ``notify``, the program Codex runs after every turn
+(``integrations/codex/reme_codex_notify.py`` with the server's url and the workspace). The
+secret goes into ``$CODEX_HOME/.env`` (mode 0600), which Codex loads into its environment at
+start, so both the MCP connection and the notify program get it. Codex has one ``notify``
+program: one that was set before is replaced (the change is printed) and put back by
+``--remove``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from reme_core.errors import ConfigError, RemeError
+from reme_core.integrate import Target
+from reme_core.integrate.config_files import Op
+
+NOTIFY_SCRIPT = (
+    Path(__file__).resolve().parents[2] / "integrations" / "codex" / "reme_codex_notify.py"
+)
+"""The notify program ``integrations/codex/`` ships, run by absolute path."""
+SERVER_NAME = "reme"
+TOKEN_ENV = "REME_TOKEN"
+
+
+def codex_home() -> Path:
+    """Codex's folder: ``$CODEX_HOME``, else ``~/.codex``."""
+    given = os.environ.get("CODEX_HOME", "").strip()
+    return Path(given).expanduser() if given else Path.home() / ".codex"
+
+
+def notify_command(target: Target) -> list[str]:
+    if not NOTIFY_SCRIPT.is_file():
+        raise RemeError(
+            f"the Codex notify program is not at {NOTIFY_SCRIPT}: `reme integrate` needs reme's "
+            "integrations/ folder (a source checkout or an editable install)"
+        )
+    return [
+        "python3",
+        str(NOTIFY_SCRIPT),
+        "--url",
+        target.url,
+        "--workspace",
+        str(target.workspace),
+    ]
+
+
+class Codex:
+    """The ``codex`` host."""
+
+    name = "codex"
+    label = "Codex"
+    scopes = ("user",)
+
+    def detect(self) -> dict[str, Any]:
+        program = shutil.which("codex")
+        folder = codex_home()
+        return {
+            "found": program is not None or folder.is_dir(),
+            "program": program,
+            "config_dir": str(folder),
+            "config_dir_present": folder.is_dir(),
+        }
+
+    def operations(self, target: Target) -> list[Op]:
+        if target.scope != "user":
+            raise ConfigError(
+                "codex has one configuration, $CODEX_HOME/config.toml: use --scope user"
+            )
+        home = codex_home()
+        server: dict[str, Any] = {
+            "url": target.url.rstrip("/") + "/mcp",
+            "bearer_token_env_var": TOKEN_ENV,
+        }
+        if target.workspace_name != "default":
+            server["http_headers"] = {"X-Reme-Workspace": target.workspace_name}
+        config = home / "config.toml"
+        return [
+            Op(config, ("mcp_servers", SERVER_NAME), server),
+            Op(config, ("notify",), notify_command(target)),
+            Op(home / ".env", (TOKEN_ENV,), target.secret, secret=True),
+        ]
+
+
+HOST = Codex()

@@ -1,0 +1,226 @@
+"""`reme integrate codex`: patches $CODEX_HOME/config.toml (the reme MCP entry, the notify program)
+and $CODEX_HOME/.env (the write token) as text, keeping everything else byte for byte; a rerun
+or a dry run changes nothing, and `--remove` puts every file back exactly and revokes the token.
+That the real codex accepts the result (--strict-config) is tests/integrations/test_codex_host.py.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from reme_core.cli import cli
+from reme_core.integrate.codex import NOTIFY_SCRIPT
+from reme_core.server.auth import TokenStore
+
+CONFIG = """\
+# my codex settings
+model = "o4-mini"
+notify = [
+  "notify-send",   # desktop popups
+  "Codex",
+]
+
+[mcp_servers.docs]
+command = "docs-mcp"  # keep me
+
+# the profile below is mine
+[profiles.fast]
+model = "gpt-5-mini"
+"""
+"""A config.toml a user had: comments, a multi-line notify, other tables."""
+
+
+@pytest.fixture
+def codex_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    folder = tmp_path / "codex_home"
+    monkeypatch.setenv("CODEX_HOME", str(folder))
+    for name in ("REME_TOKEN", "REME_WORKSPACE", "REME_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    return folder
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, codex_home: Path) -> Path:
+    root = tmp_path / "ws"
+    assert run("init", str(root)).exit_code == 0
+    TokenStore(root / ".reme").ensure_local_token()  # what `reme serve` does on its first start
+    return root
+
+
+def run(*args: str) -> Result:
+    result = CliRunner().invoke(cli, list(args))
+    assert "Traceback" not in result.output, result.output
+    return result
+
+
+def integrate(workspace: Path, *args: str) -> dict:
+    result = run("integrate", "codex", "-w", str(workspace), "--json", *args)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+
+
+def tokens(workspace: Path) -> dict[str, str]:
+    return {t.id: t.profile for t in TokenStore(workspace / ".reme").list_tokens()}
+
+
+def config(codex_home: Path) -> dict:
+    return tomllib.loads((codex_home / "config.toml").read_text("utf-8"))
+
+
+def test_connect_writes_mcp_notify_and_a_write_token_in_env(
+    codex_home: Path, workspace: Path
+) -> None:
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text(CONFIG, "utf-8")
+    report = integrate(workspace)
+    assert report["status"] == "connected" and report["profile"] == "write"
+    data = config(codex_home)
+    assert data["mcp_servers"]["reme"] == {
+        "url": "http://127.0.0.1:2333/mcp",
+        "bearer_token_env_var": "REME_TOKEN",
+    }
+    assert data["notify"] == [
+        "python3",
+        str(NOTIFY_SCRIPT),
+        "--url",
+        "http://127.0.0.1:2333",
+        "--workspace",
+        str(workspace),
+    ]
+    # Everything else is as it was, comments included.
+    text = (codex_home / "config.toml").read_text("utf-8")
+    assert text.startswith('# my codex settings\nmodel = "o4-mini"\nnotify = ["python3", ')
+    assert '[mcp_servers.docs]\ncommand = "docs-mcp"  # keep me\n' in text
+    assert "# the profile below is mine\n[profiles.fast]\n" in text and "notify-send" not in text
+    assert data["profiles"] == {"fast": {"model": "gpt-5-mini"}}
+    # The secret is only in .env (0600), and it is a write token for this workspace.
+    env = codex_home / ".env"
+    assert env.stat().st_mode & 0o777 == 0o600
+    (line,) = env.read_text("utf-8").splitlines()
+    secret = line.removeprefix("REME_TOKEN=")
+    principal = TokenStore(workspace / ".reme").verify(secret)
+    assert principal is not None and principal.profile == "write"
+    assert principal.token_id == report["token"] and principal.workspaces == {"default"}
+    assert secret not in text
+    admin = (workspace / ".reme/token").read_text("utf-8").strip()
+    assert admin not in text and admin not in env.read_text("utf-8")
+    # Every change is reported, the old notify included; no secret in the report.
+    keys = {(c["file"].rsplit("/", 1)[-1], c["key"]) for c in report["changes"]}
+    assert keys == {
+        ("config.toml", "mcp_servers.reme"),
+        ("config.toml", "notify"),
+        (".env", "REME_TOKEN"),
+    }
+    old_notify = next(c["old"] for c in report["changes"] if c["key"] == "notify")
+    assert old_notify == ["notify-send", "Codex"]
+    assert secret not in json.dumps(report)
+
+
+def test_rerun_and_dry_run_change_nothing(codex_home: Path, workspace: Path) -> None:
+    dry = integrate(workspace, "--dry-run")
+    assert dry["status"] == "would connect" and len(dry["changes"]) == 3
+    assert not codex_home.exists() and tokens(workspace) == {
+        k: v for k, v in tokens(workspace).items() if v == "admin"
+    }
+    first = integrate(workspace)
+    before = snapshot(codex_home)
+    again = integrate(workspace)
+    assert again["status"] == "already connected" and again["changes"] == []
+    assert again["token"] == first["token"] and snapshot(codex_home) == before
+    text = run("integrate", "codex", "-w", str(workspace)).output
+    assert "codex already connected (user scope)" in text
+
+
+def test_remove_restores_byte_for_byte_and_revokes_the_token(
+    codex_home: Path, workspace: Path
+) -> None:
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text(CONFIG, "utf-8")
+    before = snapshot(codex_home)
+    report = integrate(workspace)
+    assert tokens(workspace)[report["token"]] == "write"
+    removed = integrate(workspace, "--remove")
+    assert removed["status"] == "removed"
+    assert snapshot(codex_home) == before  # config.toml as it was; .env gone (it was not there)
+    assert report["token"] not in tokens(workspace)
+    assert integrate(workspace, "--remove")["status"] == "not connected"
+
+
+def test_a_fresh_codex_home_is_created_and_removed(codex_home: Path, workspace: Path) -> None:
+    integrate(workspace)
+    assert set(config(codex_home)) == {"mcp_servers", "notify"}
+    integrate(workspace, "--remove")
+    assert snapshot(codex_home) == {}
+
+
+def test_remove_after_an_edit_takes_out_only_reme_keys(codex_home: Path, workspace: Path) -> None:
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text(CONFIG, "utf-8")
+    integrate(workspace)
+    with open(codex_home / "config.toml", "a", encoding="utf-8") as fh:
+        fh.write('\n[mcp_servers.later]\nurl = "http://127.0.0.1:9/mcp"\n')
+    with open(codex_home / ".env", "a", encoding="utf-8") as fh:
+        fh.write("OTHER=1\n")
+    integrate(workspace, "--remove")
+    data = config(codex_home)
+    assert "reme" not in data["mcp_servers"] and data["mcp_servers"]["later"]["url"]
+    assert data["notify"] == ["notify-send", "Codex"]  # the user's own program is back
+    assert (codex_home / ".env").read_text("utf-8") == "OTHER=1\n"
+
+
+@pytest.mark.parametrize(
+    ("content", "error"),
+    [
+        ("model = \n", "is not valid TOML"),
+        ('[mcp_servers]\nreme = { url = "http://x/mcp" }\n', "in a form reme does not edit"),
+    ],
+)
+def test_a_config_it_cannot_edit_is_refused_and_nothing_changes(
+    codex_home: Path, workspace: Path, content: str, error: str
+) -> None:
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text(content, "utf-8")
+    before, known = snapshot(codex_home), tokens(workspace)
+    result = run("integrate", "codex", "-w", str(workspace))
+    assert result.exit_code != 0 and error in result.output and "nothing changed" in result.output
+    assert snapshot(codex_home) == before and tokens(workspace) == known
+
+
+def test_project_scope_is_refused(codex_home: Path, workspace: Path) -> None:
+    result = run("integrate", "codex", "--scope", "project", "-w", str(workspace))
+    assert result.exit_code != 0 and "use --scope user" in result.output
+    assert not codex_home.exists()
+
+
+def test_list_shows_codex_found_and_connected(codex_home: Path, workspace: Path) -> None:
+    def row() -> dict:
+        listed = json.loads(run("integrate", "--list", "-w", str(workspace), "--json").output)
+        return next(r for r in listed if r["host"] == "codex")
+
+    assert row()["connected"] == [] and row()["config_dir"] == str(codex_home)
+    integrate(workspace)
+    assert row()["found"] and row()["connected"] == ["user"]
+    lines = run("integrate", "--list", "-w", str(workspace)).output.splitlines()
+    assert any(line.startswith("codex") and "connected: user" in line for line in lines)
+
+
+def test_the_text_report_masks_the_secret(codex_home: Path, workspace: Path) -> None:
+    output = run("integrate", "codex", "-w", str(workspace)).output
+    secret = (codex_home / ".env").read_text("utf-8").strip().removeprefix("REME_TOKEN=")
+    assert secret not in output and 'REME_TOKEN: (absent) -> "reme_****"' in output
+    assert "codex connected (user scope)" in output
