@@ -39,6 +39,11 @@ def _date(_: click.Context, param: click.Parameter, value: str | None) -> dt.dat
 @click.option(
     "--status", "statuses", multiple=True, help="Note status to include (default: active)."
 )
+@click.option(
+    "--as-of",
+    callback=_date,
+    help="The day the question is asked, YYYY-MM-DD: dates in it count from it (default today).",
+)
 @click.option("--no-expand", is_flag=True, help="Skip one-hop link expansion.")
 @click.option("--no-sync", is_flag=True, help="Skip the incremental index pass before searching.")
 @workspace_options(remote=True, writes=False)
@@ -54,6 +59,7 @@ def search_command(
     since: dt.date | None,
     until: dt.date | None,
     statuses: tuple[str, ...],
+    as_of: dt.date | None,
     no_expand: bool,
     no_sync: bool,
 ) -> None:
@@ -74,7 +80,12 @@ def search_command(
         if not no_sync:
             sync_before_search(reme)
         response = reme.search(
-            query, limit=limit, min_score=min_score, filters=filters, expand=not no_expand
+            query,
+            limit=limit,
+            min_score=min_score,
+            filters=filters,
+            expand=not no_expand,
+            as_of=as_of,
         )
     emit(response, as_json, _text)
 
@@ -102,7 +113,12 @@ def _text(response: SearchResponse) -> str:
         f"arms: {', '.join(response.arms)}"
         + (f"  degraded: {response.degraded}" if response.degraded else "")
     ]
-    if response.meaning_only and response.hits:
+    if response.no_match and response.hits:
+        why = (
+            " (no note holds a word of the query: by meaning only)" if response.meaning_only else ""
+        )
+        lines.append(f"nothing relevant found{why}: the hits below are only the nearest notes")
+    elif response.meaning_only and response.hits:
         lines.append("no note holds a word of the query: these hits are by meaning only")
     if not response.hits:
         lines.append("no hits")

@@ -76,3 +76,8 @@ class SearchResponse(BaseModel):
     """The keyword arm ran and no note holds any word of the query, so every hit was found by
     the vector arm alone: the nearest notes in meaning, which may be nothing relevant (a
     nonsense query still has nearest neighbours)."""
+    no_match: bool = False
+    """Nothing relevant was found: no hit, or hits that are only the nearest notes to a query
+    nothing answers (a nonsense word, a question the workspace never touches). Read from the
+    arms' own evidence (reme_core.search.abstention; calibrated per embedding model by
+    benchmarks/abstention.py); the hits are returned unchanged either way."""

@@ -62,3 +62,8 @@ class VectorArm:
     def notes(self) -> list[str]:
         """Caveats a response must carry (partial coverage, a recent failure)."""
         return self.source.notes()
+
+    @property
+    def model_id(self) -> str | None:
+        """The embedding model's id once the index is open (abstention's calibration key)."""
+        return getattr(self.source, "model_id", None)

@@ -9,6 +9,7 @@ from reme_core.components import Graph, TagIndex
 from reme_core.errors import SearchError
 from reme_core.index.catalog import Catalog
 from reme_core.schema import SearchFilters, SearchHit, SearchResponse
+from reme_core.search.abstention import floors_for, no_match
 from reme_core.search.allowed import AllowedCache
 from reme_core.search.arms import ArmUnavailable, SearchArm
 from reme_core.search.expansion import expand_links
@@ -110,6 +111,7 @@ class Searcher:
             arms=list(results),
             degraded=[*self.degraded, *degraded],
             meaning_only=_meaning_only(results),
+            no_match=not hits or no_match(results, floors_for(self._vector_model())),
         )
 
     def rank_arms(
@@ -128,6 +130,14 @@ class Searcher:
         for arm in self.arms:
             if arm.name == KEYWORD_ARM:
                 arm.rank("warm up", 1, allowed, filters)
+
+    def _vector_model(self) -> str | None:
+        """The vector arm's embedding model id (the key of abstention's calibration)."""
+        for arm in self.arms:
+            model_id = getattr(arm, "model_id", None)
+            if isinstance(model_id, str):
+                return model_id
+        return None
 
     def _run_arms(
         self, query: str, candidates: int, allowed: set[str], filters: SearchFilters

@@ -216,6 +216,15 @@ def test_search_with_a_filter_shows_ranks_snippets_and_arms(admin: Page) -> None
     expect(hits.first.locator(".score")).to_have_text(re.compile(r"score [01]\.\d{3}"))
 
 
+def test_search_says_when_nothing_relevant_was_found(admin: Page) -> None:
+    admin.goto("/studio/search?q=zzzxqv")
+    expect(admin.locator(".hit").first).to_be_visible()  # nearest notes are still listed ...
+    expect(admin.locator(".notice.no-match")).to_have_text(re.compile("Nothing relevant found"))
+    admin.goto("/studio/search?q=deploy")
+    expect(admin.locator(".hit").first).to_be_visible()
+    expect(admin.locator(".notice.no-match")).to_have_count(0)
+
+
 def test_the_graph_draws_nodes_and_a_click_opens_one(admin: Page) -> None:
     admin.goto(f"/studio/graph?path={NOTE}&depth=2")
     box = admin.locator("#graph.ready")
