@@ -9,8 +9,12 @@ temporary CODEX_HOME whose config.toml names the scripted server as the model pr
 as a streamable-HTTP MCP server (bearer token from $REME_TOKEN, as integrations/codex/README.md
 tells users). The scripted model calls reme's search tool, then quotes what it returned.
 
-Capture of Codex sessions is not tested here (not built yet). Without node and npm the test is
-skipped, unless REME_REQUIRE_HOSTS=1 (CI), where it fails.
+Capture runs as a user sets it up: ``reme integrate codex`` writes the reme MCP entry and the
+notify program into the temporary CODEX_HOME (the token into its .env, which codex loads), a
+``reme serve`` with a write token's store reads that CODEX_HOME, and after ``codex exec`` the
+notify program's call has saved the session under ``sessions/`` with a ``daily/`` note linking
+back; ``codex exec resume`` adds one more turn, and only its lines are captured. Without node
+and npm the tests are skipped, unless REME_REQUIRE_HOSTS=1 (CI), where they fail.
 """
 
 from __future__ import annotations
@@ -74,6 +78,9 @@ base_url = "{model_url}/v1"
 wire_api = "responses"
 env_key = "SCRIPTED_API_KEY"
 
+"""
+"""Everything but reme: the offline settings and the scripted model provider."""
+MCP = """
 [mcp_servers.reme]
 url = "{reme_url}/mcp"
 bearer_token_env_var = "REME_TOKEN"
@@ -130,16 +137,28 @@ def run_codex(codex: Path, served: Served, model_url: str, token: str) -> tuple[
     codex_home.mkdir(parents=True)
     project.mkdir()
     shutil.copy(INTEGRATION / "AGENTS.md", project / "AGENTS.md")
-    config = CONFIG.format(model_url=model_url, reme_url=served.url)
+    config = CONFIG.format(model_url=model_url) + MCP.format(reme_url=served.url)
     (codex_home / "config.toml").write_text(config, encoding="utf-8")
-    env = clean_env(
+    env = codex_env(codex_home, run, REME_TOKEN=token)
+    done, context = codex_exec(codex, project, env, run / "last_message.txt", QUESTION)
+    return run, done.stderr, context
+
+
+def codex_env(codex_home: Path, home: Path, **extra: str) -> dict[str, str]:
+    return clean_env(
         CODEX_HOME=str(codex_home),
-        HOME=str(run),
+        HOME=str(home),
         SCRIPTED_API_KEY="sk-scripted-dummy",
-        REME_TOKEN=token,
         NO_PROXY="127.0.0.1,localhost",
         RUST_LOG="warn",
+        **extra,
     )
+
+
+def codex_exec(
+    codex: Path, project: Path, env: dict[str, str], last: Path, *args: str
+) -> tuple[subprocess.CompletedProcess[str], str]:
+    """``codex exec [ARGS]``, which must exit 0; (the run, context for failure messages)."""
     started = time.monotonic()
     done = subprocess.run(
         [
@@ -151,8 +170,8 @@ def run_codex(codex: Path, served: Served, model_url: str, token: str) -> tuple[
             "--color",
             "never",
             "-o",
-            str(run / "last_message.txt"),
-            QUESTION,
+            str(last),
+            *args,
         ],
         cwd=project,
         env=env,
@@ -165,7 +184,7 @@ def run_codex(codex: Path, served: Served, model_url: str, token: str) -> tuple[
     context = f"codex took {elapsed:.1f}s, rc {done.returncode}\n"
     context += f"stdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-3000:]}"
     assert done.returncode == 0, context
-    return run, done.stderr, context
+    return done, context
 
 
 def test_codex_recalls_from_reme(codex_bin: Path, served: Served) -> None:
@@ -203,3 +222,98 @@ def test_codex_without_the_token_gets_no_recall_and_still_answers(
     assert 'MCP server startup failed server_name="reme"' in stderr, context
     server_log = (served.tmp / "server.log").read_text(errors="replace")
     assert '"POST /mcp HTTP/1.1" 401' in server_log, server_log[-3000:]
+
+
+SECOND = "And where is the spare key?"
+NOTIFY_TIMEOUT_S = 30
+
+
+def reme_integrate(workspace: Path, env: dict[str, str], *args: str) -> dict:
+    done = subprocess.run(
+        [*hosts.reme_command(), "integrate", "codex", "-w", str(workspace), "--json", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads(done.stdout)
+
+
+def thread_id(stdout: str) -> str:
+    for line in stdout.splitlines():
+        event = json.loads(line) if line.startswith("{") else {}
+        if event.get("type") == "thread.started":
+            return event["thread_id"]
+    raise AssertionError(f"no thread.started event in codex's output:\n{stdout[-2000:]}")
+
+
+def log_lines(log: Path, count: int, context: str) -> list[str]:
+    """The notify log once it has ``count`` lines (the call is made by a detached process)."""
+    deadline = time.monotonic() + NOTIFY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        lines = log.read_text(encoding="utf-8").splitlines() if log.is_file() else []
+        if len(lines) >= count:
+            return lines
+        time.sleep(0.1)
+    found = log.read_text(encoding="utf-8") if log.is_file() else "(no log)"
+    raise AssertionError(f"the notify log has not {count} line(s): {found}\n{context}")
+
+
+def saved(workspace: Path, session_id: str) -> list[dict]:
+    path = workspace / "sessions" / f"{session_id}.jsonl"
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_codex_sessions_are_captured_as_reme_integrate_codex_sets_up(
+    codex_bin: Path, tmp_path: Path
+) -> None:
+    codex_home, project = tmp_path / "codex_home", tmp_path / "project"
+    codex_home.mkdir()
+    project.mkdir()
+    shutil.copy(INTEGRATION / "AGENTS.md", project / "AGENTS.md")
+    workspace = hosts.one_note_workspace(tmp_path / "ws", FACT)
+    # The server reads the rollout files: it sees the CODEX_HOME codex writes into.
+    server_env = clean_env(**KEYWORD_ONLY_ENV, REME_TIMEZONE="UTC", CODEX_HOME=str(codex_home))
+    script = Script(tool=TOOL, namespace=NAMESPACE, arguments={"query": "larkspur kiln key"})
+    server_log = tmp_path / "server.log"
+    with (
+        ScriptedServer(script) as model,
+        hosts.reme_served(workspace, server_log, server_env, "read"),
+    ):
+        base = CONFIG.format(model_url=model.url)
+        (codex_home / "config.toml").write_text(base, encoding="utf-8")
+        user_env = clean_env(CODEX_HOME=str(codex_home), HOME=str(tmp_path))
+        report = reme_integrate(workspace, user_env)
+        assert report["status"] == "connected" and report["profile"] == "write", report
+        log = tmp_path / "notify.log"
+        env = codex_env(codex_home, tmp_path, REME_NOTIFY_LOG=str(log))  # no REME_TOKEN: .env
+        done, context = codex_exec(codex_bin, project, env, tmp_path / "last1.txt", QUESTION)
+        thread = thread_id(done.stdout)
+        # Recall through the entry reme integrate wrote, with the token codex read from .env.
+        outputs = script.tool_outputs()
+        assert outputs and TOKEN_OF_FACT in outputs[-1], context
+        (line,) = log_lines(log, 1, context)
+        assert f"{thread}: unsummarised daily/" in line, line  # no model: a verbatim excerpt
+        turns = saved(workspace, thread)
+        assert [t["role"] for t in turns] == ["user", "assistant"], turns
+        assert turns[0]["content"] == QUESTION and TOKEN_OF_FACT in turns[1]["content"]
+        note = line.split(" unsummarised ", 1)[1].strip()
+        text = (workspace / note).read_text(encoding="utf-8")
+        assert f"[[sessions/{thread}.jsonl#L1]]" in text and f"session_id: {thread}" in text
+        # A second session on the same thread: only its new turns are captured.
+        done, context = codex_exec(
+            codex_bin, project, env, tmp_path / "last2.txt", "resume", "--last", SECOND
+        )
+        assert thread_id(done.stdout) == thread, context
+        lines = log_lines(log, 2, context)
+        assert f"{thread}: unsummarised {note}" in lines[1], lines
+        again = saved(workspace, thread)
+        assert again[:2] == turns and [t["role"] for t in again[2:]] == ["user", "assistant"]
+        assert again[2]["content"] == SECOND, again
+        calls = server_log.read_text(errors="replace").count('"POST /api/v1/auto_memory_codex')
+        assert calls == 2, server_log.read_text(errors="replace")[-3000:]
+        # --remove puts config.toml back as it was, and takes the token's .env away.
+        assert reme_integrate(workspace, user_env, "--remove")["status"] == "removed"
+        assert (codex_home / "config.toml").read_text(encoding="utf-8") == base
+        assert not (codex_home / ".env").exists()
