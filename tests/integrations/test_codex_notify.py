@@ -224,3 +224,34 @@ def test_a_notification_without_a_usable_thread_id_is_logged(served: Served, pay
     log = run_notify(served, payload, "--url", served.url, token=served.write)
     (line,) = log_lines(log)
     assert "no usable thread-id in Codex's notification" in line, line
+
+
+def test_local_mode_runs_the_reme_cli_on_the_workspace(tmp_path: Path):
+    """``--local``: no server; the program runs ``reme run auto_memory_codex`` itself."""
+    workspace = tmp_path / "ws"
+    init_workspace(workspace)
+    codex = tmp_path / "codex"
+    shutil.copytree(EXAMPLE, codex)
+    log = tmp_path / "local.log"
+    program = Path(sys.executable).with_name("reme")
+    if not program.exists():
+        pytest.skip("no reme program beside this Python")
+    env = hosts.clean_env(
+        ("CODEX_",),
+        **KEYWORD_ONLY_ENV,
+        REME_TIMEZONE="UTC",
+        REME_NOTIFY_LOG=str(log),
+        REME_BIN=str(program),
+        CODEX_HOME=str(codex),
+    )
+    args = ["--local", "--workspace", str(workspace), notification(SID)]
+    done = subprocess.run(
+        [sys.executable, "-S", str(NOTIFY), *args], env=env, capture_output=True, timeout=10
+    )
+    assert done.returncode == 0 and done.stdout == b""
+    deadline = time.monotonic() + 60
+    while not log.is_file() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    (line,) = log_lines(log)
+    assert f"{SID}: unsummarised daily/2026-12-03/" in line, line
+    assert len((workspace / "sessions" / f"{SID}.jsonl").read_text().splitlines()) == 4
