@@ -204,16 +204,16 @@ class Reme:
         expand: bool | None = None,
     ) -> SearchResponse:
         """The search every surface serves (HTTP, MCP, ``reme search``, ``memory_search``): the
-        configured ``pipelines.search`` pipeline, by default the shipped ``search`` step, which
-        is ``engine_search``. The query is checked here, once; the arguments reach the steps as
-        the search step's params and, typed, as ``request`` (``pipelines.search``)."""
+        configured ``pipelines.search`` pipeline. The query is checked here, once; the arguments
+        reach the steps as the search step's params and, typed, as ``request``
+        (``pipelines.search``). The default pipeline, the shipped ``search`` step alone, is
+        ``engine_search`` of the request, so the engine serves it here without running it."""
         if not query or not query.strip():
             raise SearchError("empty query")
-        if SEARCH_PIPELINE in self.settings.pipelines and not in_search_pipeline(self):
-            request = SearchRequest(query, limit, min_score, filters, expand)
-            return self._search_pipeline(SEARCH_PIPELINE).run(request)
-        # No search pipeline configured, or a step of it searching: the engine itself.
-        with self.indexer.lock.read():
+        pipeline = self._served_search()
+        if pipeline is not None:
+            return pipeline.run(SearchRequest(query, limit, min_score, filters, expand))
+        with self.indexer.lock.read():  # many searches at once; never a half-applied write
             return self.searcher.search(
                 query, limit=limit, min_score=min_score, filters=filters, expand=expand
             )
@@ -236,6 +236,14 @@ class Reme:
             return self.searcher.search(
                 query, limit=limit, min_score=min_score, filters=filters, expand=expand
             )
+
+    def _served_search(self) -> SearchPipeline | None:
+        """The pipeline ``search`` runs, or None where the engine serves it: no
+        ``pipelines.search``, a step of it searching, or a pipeline that is only the engine."""
+        if SEARCH_PIPELINE not in self.settings.pipelines or in_search_pipeline(self):
+            return None
+        pipeline = self._search_pipeline(SEARCH_PIPELINE)
+        return None if pipeline.engine_only else pipeline
 
     def _search_pipeline(self, name: str) -> SearchPipeline:
         """Pipeline ``name``'s steps, resolved (and shareable steps built) on first use."""

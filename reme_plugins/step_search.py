@@ -9,6 +9,10 @@ Benchmark forks (``search_v2``) register their own step under another name.
 replaces this one must add ``search`` as a ``SearchResponse`` too. This step calls
 ``Reme.engine_search``, the engine without the pipeline.
 
+Alone in ``pipelines.search`` (the default) it is not run per query at all: it says
+``is_engine_search = True``, and ``Reme.search`` calls the engine itself, which is all this step's
+``run`` would do with the served request (``reme_core.pipelines.search``).
+
 Served there, the state also holds ``request``: the search ``Reme.search`` accepted, its query
 already checked and its filters a typed ``SearchFilters``, which this step passes on as they
 are. Run as ``reme run search --param ...``, the state is plain params: the step is then their
@@ -34,6 +38,10 @@ class SearchStep(Step):
     shareable: ClassVar[bool] = True
     """No per-call state on the instance: the served pipeline builds it once and calls it from
     concurrent searches. A subclass that keeps per-call state on ``self`` sets this False."""
+    is_engine_search: ClassVar[bool] = True
+    """``run`` gives exactly ``Reme.engine_search`` of the served request, so a pipeline of this
+    step alone is served by the engine directly. Read from this class's own body only: a
+    subclass is run as a step unless it says so itself."""
 
     def run(self, run: Any, state: dict[str, Any]) -> dict[str, Any]:
         reme = run.reme

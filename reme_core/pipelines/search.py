@@ -5,6 +5,13 @@ Every surface that searches on behalf of a caller (``Reme.search``, hence the HT
 search) runs this, so a benchmark that selects another search step (``search_v2``) measures the
 search agents get. The shipped ``search`` step calls the engine itself (``Reme.engine_search``).
 
+When the pipeline is that one step and nothing else (the default), running it would only hand
+the checked request on to the engine: ``SearchPipeline.engine_only`` says so, and ``Reme.search``
+then calls the engine itself, two layers (the pipeline and the step) fewer per query. A step
+class opts in with ``is_engine_search = True`` in its own body (not inherited: a subclass that
+overrides ``run``, such as a benchmark's fork, is run as a step), and only while the pipeline
+has no ``llm`` of its own, which the step would never use but a run would build.
+
 The pipeline's steps are resolved once per open workspace (``Reme`` keeps one
 ``SearchPipeline`` per pipeline name and closes it on close); a step class that says it holds no
 per-call state (``shareable = True``, as the shipped ``search`` step does) is also built once and
@@ -120,6 +127,13 @@ class SearchPipeline:
         except BaseException:
             self.close()
             raise
+        self.engine_only = (
+            len(self._slots) == 1
+            and self._slots[0].cls.__dict__.get("is_engine_search") is True
+            and config.llm is None
+        )
+        """Running the steps would give exactly the engine's search of the request (module
+        docstring): ``Reme.search`` calls the engine itself instead of ``run``."""
 
     def run(self, request: SearchRequest) -> SearchResponse:
         """Run the steps over ``request`` and return the ``SearchResponse`` they leave."""

@@ -24,6 +24,9 @@ BEARER = HTTPBearer(auto_error=False, description="A token from `reme token crea
 
 
 class SearchRequest(SearchInput):
+    """The search operation's input plus the one thing only HTTP offers: the shared
+    workspaces. Validated once, here; the dispatcher takes it as the ``SearchInput`` it is."""
+
     include_shared: bool = Field(
         False,
         description="Also search server.shared_workspaces this token may use; each hit names "
@@ -87,9 +90,8 @@ def _endpoint(op: Operation, model: type[Input], registry: WorkspaceRegistry) ->
 
     async def endpoint(who: Caller, payload: Input | None) -> JSONResponse:
         given = payload if payload is not None else model()
+        # A SearchRequest is a SearchInput: it goes on as it is, the handler ignoring the flag.
         include_shared = isinstance(given, SearchRequest) and given.include_shared
-        if isinstance(given, SearchRequest):
-            given = SearchInput.model_validate(given.model_dump(exclude={"include_shared"}))
         result = await run_in_threadpool(
             run_operation,
             registry,
