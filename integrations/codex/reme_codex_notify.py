@@ -24,6 +24,8 @@ environment):
   --local           no server: run ``reme run auto_memory_codex`` on the workspace (REME_BIN,
                     else ``reme`` on PATH)
   --log FILE        the log file (REME_NOTIFY_LOG; default ~/.reme/codex_notify.log)
+  --then PROGRAM... the notify program that was there before (Codex runs only one): it is
+                    started too, detached, with the same JSON argument (always last)
 Environment: REME_TOKEN, a write-profile token (Codex loads it from $CODEX_HOME/.env, where
 ``reme integrate codex`` puts it; read from there too when Codex did not pass it on).
 """
@@ -61,14 +63,19 @@ OPTIONS = ("--url", "--workspace", "--log")
 # -- arguments ---------------------------------------------------------------------------------
 
 
-def parse(argv: list[str]) -> tuple[dict[str, str], bool, list[str]]:
-    """(options, --local, the rest); unknown options are kept in the rest, never an error."""
+def parse(argv: list[str]) -> tuple[dict[str, str], bool, list[str], list[str]]:
+    """(options, --local, the rest, the --then program); unknown options are kept in the rest,
+    never an error."""
     options: dict[str, str] = {}
     local = False
     rest: list[str] = []
+    then: list[str] = []
     i = 0
     while i < len(argv):
         arg = argv[i]
+        if arg == "--then" and i + 1 < len(argv):
+            then, rest = argv[i + 1 : -1], [*rest, argv[-1]]  # Codex's JSON comes last
+            break
         if arg in OPTIONS and i + 1 < len(argv):
             options[arg[2:]] = argv[i + 1]
             i += 2
@@ -78,7 +85,7 @@ def parse(argv: list[str]) -> tuple[dict[str, str], bool, list[str]]:
         else:
             rest.append(arg)
         i += 1
-    return options, local, rest
+    return options, local, rest, then
 
 
 def session_id_from(payload: str) -> str | None:
@@ -96,8 +103,8 @@ def session_id_from(payload: str) -> str | None:
 # -- the notify program: parse, detach, exit 0 -------------------------------------------------
 
 
-def detach(argv: list[str]) -> None:
-    """Start ``--send`` in its own session with no stdio, so Codex never waits for the call."""
+def detach(command: list[str]) -> None:
+    """Start ``command`` in its own session with no stdio, so Codex never waits for it."""
     options: dict = {
         "stdin": subprocess.DEVNULL,
         "stdout": subprocess.DEVNULL,
@@ -108,18 +115,23 @@ def detach(argv: list[str]) -> None:
         options["start_new_session"] = True  # not killed with Codex's process group
     else:
         options["creationflags"] = 0x00000008 | 0x00000200  # DETACHED | NEW_PROCESS_GROUP
-    subprocess.Popen([sys.executable, os.path.abspath(__file__), *argv], **options)
+    subprocess.Popen(command, **options)
 
 
-def notify(options: dict[str, str], local: bool, rest: list[str]) -> None:
+def notify(options: dict[str, str], local: bool, rest: list[str], then: list[str]) -> None:
     payload = rest[-1] if rest else ""
+    if then:
+        try:
+            detach([*then, payload])
+        except Exception as exc:
+            log(options, f"cannot start the previous notify program {then[0]!r}: {exc!r}")
     session_id = session_id_from(payload)
     if session_id is None:
         log(options, f"no usable thread-id in Codex's notification: {payload[:200]!r}")
         return
     flags = [f"--{k}={v}" for k, v in options.items()] + (["--local"] if local else [])
     try:
-        detach([SEND_FLAG, session_id, *flags])
+        detach([sys.executable, os.path.abspath(__file__), SEND_FLAG, session_id, *flags])
     except Exception as exc:
         remember(options, session_id)
         log(options, f"{session_id}: cannot start the background call: {exc!r}")
@@ -313,10 +325,13 @@ def log(options: dict[str, str], message: str) -> None:
 
 def main(argv: list[str]) -> int:
     expanded: list[str] = []
-    for arg in argv:  # the detached copy gets --name=value
+    for i, arg in enumerate(argv):  # the detached copy gets --name=value
+        if arg == "--then":  # the previous program's arguments are its own
+            expanded += argv[i:]
+            break
         name, sep, value = arg.partition("=")
         expanded += [name, value] if sep and name in OPTIONS else [arg]
-    options, local, rest = parse(expanded)
+    options, local, rest, then = parse(expanded)
     if len(rest) == 2 and rest[0] == SEND_FLAG:
         try:
             send(options, local, rest[1])
@@ -325,7 +340,7 @@ def main(argv: list[str]) -> int:
             log(options, f"{rest[1]}: unexpected error: {exc!r}")
         return 0
     try:
-        notify(options, local, rest)
+        notify(options, local, rest, then)
     except Exception as exc:
         log(options, f"unexpected error: {exc!r}")
     return 0  # always: a notify program that fails would get in the agent's way

@@ -5,15 +5,16 @@ HTTP, the bearer token read from ``$REME_TOKEN`` through ``bearer_token_env_var`
 sits in config.toml) and ``notify``, the program Codex runs after every turn
 (``integrations/codex/reme_codex_notify.py`` with the server's url and the workspace). The
 secret goes into ``$CODEX_HOME/.env`` (mode 0600), which Codex loads into its environment at
-start, so both the MCP connection and the notify program get it. Codex has one ``notify``
-program: one that was set before is replaced (the change is printed) and put back by
-``--remove``.
+start, so both the MCP connection and the notify program get it. Codex runs one ``notify``
+program: one that was set before is passed on after ``--then`` (reme's program starts it too)
+and put back as it was by ``--remove``.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -35,20 +36,30 @@ def codex_home() -> Path:
     return Path(given).expanduser() if given else Path.home() / ".codex"
 
 
-def notify_command(target: Target) -> list[str]:
+def previous_notify(config: Path) -> list[str]:
+    """The notify program ``config`` runs that is not reme's (reme's own passes it on after
+    ``--then``): reme's program starts it too, so a desktop notifier keeps working."""
+    try:
+        value = tomllib.loads(config.read_text(encoding="utf-8")).get("notify")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return []  # absent, or malformed: planning the edit reports that
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        return []
+    if not any(Path(v).name == NOTIFY_SCRIPT.name for v in value):
+        return value
+    return value[value.index("--then") + 1 :] if "--then" in value else []
+
+
+def notify_command(target: Target, config: Path) -> list[str]:
     if not NOTIFY_SCRIPT.is_file():
         raise RemeError(
             f"the Codex notify program is not at {NOTIFY_SCRIPT}: `reme integrate` needs reme's "
             "integrations/ folder (a source checkout or an editable install)"
         )
-    return [
-        "python3",
-        str(NOTIFY_SCRIPT),
-        "--url",
-        target.url,
-        "--workspace",
-        str(target.workspace),
-    ]
+    command = ["python3", str(NOTIFY_SCRIPT), "--url", target.url]
+    command += ["--workspace", str(target.workspace)]
+    previous = previous_notify(config)
+    return [*command, "--then", *previous] if previous else command
 
 
 class Codex:
@@ -83,7 +94,7 @@ class Codex:
         config = home / "config.toml"
         return [
             Op(config, ("mcp_servers", SERVER_NAME), server),
-            Op(config, ("notify",), notify_command(target)),
+            Op(config, ("notify",), notify_command(target, config)),
             Op(home / ".env", (TOKEN_ENV,), target.secret, secret=True),
         ]
 

@@ -101,12 +101,15 @@ def test_connect_writes_mcp_notify_and_a_write_token_in_env(
         "http://127.0.0.1:2333",
         "--workspace",
         str(workspace),
+        "--then",  # the user's own notify program still runs
+        "notify-send",
+        "Codex",
     ]
     # Everything else is as it was, comments included.
     text = (codex_home / "config.toml").read_text("utf-8")
     assert text.startswith('# my codex settings\nmodel = "o4-mini"\nnotify = ["python3", ')
     assert '[mcp_servers.docs]\ncommand = "docs-mcp"  # keep me\n' in text
-    assert "# the profile below is mine\n[profiles.fast]\n" in text and "notify-send" not in text
+    assert "# the profile below is mine\n[profiles.fast]\n" in text and "popups" not in text
     assert data["profiles"] == {"fast": {"model": "gpt-5-mini"}}
     # The secret is only in .env (0600), and it is a write token for this workspace.
     env = codex_home / ".env"
@@ -129,6 +132,8 @@ def test_connect_writes_mcp_notify_and_a_write_token_in_env(
     old_notify = next(c["old"] for c in report["changes"] if c["key"] == "notify")
     assert old_notify == ["notify-send", "Codex"]
     assert secret not in json.dumps(report)
+    # A rerun keeps passing the user's program on, once.
+    assert integrate(workspace)["status"] == "already connected"
 
 
 def test_rerun_and_dry_run_change_nothing(codex_home: Path, workspace: Path) -> None:

@@ -255,3 +255,15 @@ def test_local_mode_runs_the_reme_cli_on_the_workspace(tmp_path: Path):
     (line,) = log_lines(log)
     assert f"{SID}: unsummarised daily/2026-12-03/" in line, line
     assert len((workspace / "sessions" / f"{SID}.jsonl").read_text().splitlines()) == 4
+
+
+def test_the_previous_notify_program_still_runs_with_the_same_argument(served: Served):
+    out = served.tmp / f"previous-{time.monotonic_ns()}.txt"
+    previous = ["python3", "-c", "import sys; open(sys.argv[1], 'w').write(sys.argv[2])", str(out)]
+    payload = notification(SID)
+    log = run_notify(served, payload, "--url", served.url, "--then", *previous, token=served.write)
+    log_lines(log)
+    deadline = time.monotonic() + LOG_TIMEOUT_S
+    while not (out.is_file() and out.read_text(encoding="utf-8")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert out.read_text(encoding="utf-8") == payload
