@@ -1,8 +1,9 @@
 """A scripted Anthropic Messages API on 127.0.0.1, for driving a real agent host offline.
 
-The script has two steps. A request that offers the search tool and carries no ``tool_result``
-yet gets a ``tool_use`` calling it with the question; a request that carries the tool's result
-gets a text answer quoting that result. Any other model call the host makes on the side (a title,
+The script has two steps per turn (a turn starts at the last user message that is not a tool
+result, so a resumed session is scripted afresh). A request that offers the search tool and
+carries no ``tool_result`` in this turn yet gets a ``tool_use`` calling it; a request that carries
+the tool's result gets a text answer quoting that result. Any other model call the host makes on the side (a title,
 a quota probe, a summary; those offer no such tool) gets a short plain text. Answers stream as
 server-sent events when the request asks for ``stream: true`` and are one JSON message otherwise;
 ``count_tokens`` and any other path get a valid small answer. Every request is recorded.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
+import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -47,26 +49,51 @@ class Script:
         """The text of every ``tool_result`` the host sent back for the scripted call."""
         found: list[str] = []
         for body in self.messages_requests():
-            for block in _blocks(body):
-                if block.get("type") == "tool_result" and block.get("tool_use_id") == TOOL_USE_ID:
+            for block in _blocks(body, turn_only=True):
+                if _is_scripted(block):
                     found.append(_text_of(block.get("content")))
         return found
 
 
-TOOL_USE_ID = "toolu_scripted_0001"
+TOOL_USE_PREFIX = "toolu_scripted_"
+"""Each turn's call gets its own id (the prefix and the turn's message index): Claude Code
+resends earlier turns on resume, and ids repeated across turns would be ambiguous."""
+
+
+def _is_scripted(block: dict[str, Any]) -> bool:
+    return block.get("type") == "tool_result" and str(block.get("tool_use_id", "")).startswith(
+        TOOL_USE_PREFIX
+    )
 
 
 def _is_main(r: Recorded) -> bool:
     return isinstance(r.body, dict) and "count_tokens" not in r.path
 
 
-def _blocks(body: dict[str, Any]) -> list[dict[str, Any]]:
+def _blocks(body: dict[str, Any], turn_only: bool = False) -> list[dict[str, Any]]:
+    """The content blocks of the request's messages; ``turn_only``: of the current turn."""
+    messages = body.get("messages") or []
+    if turn_only:
+        messages = messages[_turn_start(messages) :]
     blocks: list[dict[str, Any]] = []
-    for message in body.get("messages") or []:
+    for message in messages:
         content = message.get("content")
         if isinstance(content, list):
             blocks.extend(b for b in content if isinstance(b, dict))
     return blocks
+
+
+def _turn_start(messages: list[Any]) -> int:
+    """The index of the last user message that carries no tool result (the turn's prompt)."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if not isinstance(message, dict) or message.get("role") != "user":
+            continue
+        content = message.get("content")
+        parts = content if isinstance(content, list) else []
+        if not any(isinstance(p, dict) and p.get("type") == "tool_result" for p in parts):
+            return index
+    return 0
 
 
 def _text_of(content: Any) -> str:
@@ -90,11 +117,7 @@ def _recalled(result: str) -> str:
 
 def _reply(script: Script, body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
     """The content blocks and stop reason for one messages request."""
-    results = [
-        b
-        for b in _blocks(body)
-        if b.get("type") == "tool_result" and b.get("tool_use_id") == TOOL_USE_ID
-    ]
+    results = [b for b in _blocks(body, turn_only=True) if _is_scripted(b)]
     if results:
         text = script.answer_prefix + _recalled(_text_of(results[-1].get("content")))
         return [{"type": "text", "text": text}], "end_turn"
@@ -102,7 +125,7 @@ def _reply(script: Script, body: dict[str, Any]) -> tuple[list[dict[str, Any]], 
     if script.tool in offered:
         block = {
             "type": "tool_use",
-            "id": TOOL_USE_ID,
+            "id": f"{TOOL_USE_PREFIX}{_turn_start(body.get('messages') or []):04d}",
             "name": script.tool,
             "input": script.arguments,
         }
@@ -112,7 +135,7 @@ def _reply(script: Script, body: dict[str, Any]) -> tuple[list[dict[str, Any]], 
 
 def _message(blocks: list[dict[str, Any]], stop: str, model: str) -> dict[str, Any]:
     return {
-        "id": "msg_scripted",
+        "id": f"msg_scripted_{uuid.uuid4().hex[:16]}",  # Claude Code joins blocks by message id
         "type": "message",
         "role": "assistant",
         "model": model,

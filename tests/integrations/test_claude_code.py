@@ -38,7 +38,8 @@ OTHER_SID = "0c0ffee0-1111-4222-8333-444455556666"
 
 START_TIMEOUT_S = 30
 NOTE_TIMEOUT_S = 10
-HOOK_RETURNS_WITHIN_S = 1.0
+HOOK_RETURNS_WITHIN_S = 2.0
+"""The hook waits at most 0.5 s for the outcome; the rest is a Python start on a loaded machine."""
 
 
 class Served(NamedTuple):
@@ -160,7 +161,9 @@ def test_stop_hook_saves_the_session_into_a_daily_note(served: Served):
     log = served.tmp / "hook.log"
     env = clean_env(REME_URL=served.url, REME_TOKEN=served.token, REME_HOOK_LOG=str(log))
     done, elapsed = run_hook(hook_input(SID, served.tmp), env)
-    assert done.returncode == 0 and done.stdout == b"" and done.stderr == b""
+    assert done.returncode == 0 and done.stdout == b""  # no systemMessage: nothing went wrong
+    # The outcome, when it came within the hook's wait, is one line for Claude Code's log.
+    assert done.stderr == b"" or done.stderr.decode().startswith(f"reme: {SID}: "), done.stderr
     assert elapsed < HOOK_RETURNS_WITHIN_S  # it detaches; the pipeline runs after it returned
     assert_saved(served, SID, log)
 
@@ -227,9 +230,17 @@ def test_mcp_json_reaches_the_server(served: Served):
 def test_bad_input_exits_0_at_once(stdin: bytes, tmp_path: Path):
     log = tmp_path / "hook.log"
     done, elapsed = run_hook(stdin, clean_env(REME_HOOK_LOG=str(log)))
-    assert done.returncode == 0 and done.stdout == b"" and done.stderr == b""
-    assert elapsed < HOOK_RETURNS_WITHIN_S
+    assert done.returncode == 0 and elapsed < HOOK_RETURNS_WITHIN_S
     assert "no usable session_id" in log.read_text(encoding="utf-8")
+    told_the_host(done, "no usable session_id")
+
+
+def told_the_host(done: subprocess.CompletedProcess, words: str) -> None:
+    """One ``reme:`` line on stderr (Claude Code's debug log) and the same line as the
+    ``systemMessage`` Claude Code shows the user."""
+    lines = done.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("reme: ") and words in lines[0], lines
+    assert json.loads(done.stdout) == {"systemMessage": lines[0]}
 
 
 def test_a_stdin_that_never_closes_does_not_block(tmp_path: Path):
@@ -285,7 +296,8 @@ def test_an_unreachable_server_is_logged_not_raised(tmp_path: Path):
         url = f"http://127.0.0.1:{probe.getsockname()[1]}"
     env = clean_env(REME_URL=url, REME_TOKEN="t", REME_HOOK_LOG=str(log))
     done, elapsed = run_hook(b'{"session_id": "abc"}', env)
-    assert done.returncode == 0 and done.stderr == b"" and elapsed < HOOK_RETURNS_WITHIN_S
+    assert done.returncode == 0 and elapsed < HOOK_RETURNS_WITHIN_S
+    told_the_host(done, f"abc: not saved, cannot call {url}")
     logged = wait_for(lambda: log.is_file() and "cannot call" in log.read_text(encoding="utf-8"))
     assert logged, log.read_text(encoding="utf-8") if log.exists() else "no log"
 

@@ -3,13 +3,17 @@
 
 Claude Code runs this after every answer (``Stop``) and when a session ends (``SessionEnd``), with
 a JSON object on stdin (``session_id``, ``transcript_path``, ``cwd``, ``hook_event_name``). The
-hook must never slow down or break the agent, so it only reads stdin, starts a detached copy of
-itself that makes the call, and exits 0 within milliseconds, whatever happens. The detached copy
-POSTs ``auto_memory_cc {"session_id": ...}``; the server reads the transcript by session id
+hook must never slow down or break the agent, so it only reads stdin, forks a detached process
+that makes the call, and exits 0, whatever happens. It waits for the call's outcome at most
+REME_HOOK_WAIT_S (default 0.5 s): a refused or failed call (server down, a wrong or read-only
+token) or a transcript line the server could not read answers within milliseconds, and then goes
+to Claude Code as one ``reme:`` line on stderr (its debug log, ``claude --debug``) and, for a
+problem, a ``systemMessage`` the user sees; a call still running then (a model summarising) goes
+on alone and only its log line tells how it ended. The detached process POSTs ``auto_memory_cc {"session_id": ...}``; the server reads the transcript by session id
 (incrementally) and saves the new turns to ``sessions/<id>.jsonl`` at once, but summarises them
 into the note under ``daily/<date>/`` only once enough are pending (``min_pending_turns``), so one
 model call covers several answers. At ``SessionEnd`` the call adds ``"flush": true``: whatever is
-still pending is summarised then. Failures go to a log file, never to the agent.
+still pending is summarised then. Every outcome also goes to a log file; none fails the agent.
 
 Only the Python standard library is used: Claude Code's environment need not have reme installed.
 
@@ -21,10 +25,13 @@ Environment:
   REME_WORKSPACE  a workspace folder served by that server, as for the reme CLI (optional; its
                   server.json also tells which served workspace to write to)
   REME_HOOK_LOG   the log file (default ~/.reme/claude_code_hook.log)
+  REME_HOOK_WAIT_S  seconds to wait for the outcome before leaving it to the log (default 0.5;
+                  0 never waits)
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -49,6 +56,12 @@ STDIN_WAIT_S = 0.5
 STDIN_LIMIT = 1 << 20
 CALL_TIMEOUT_S = 900
 """A pipeline run may call a model for a while; the detached process can afford to wait."""
+WAIT_S = 0.5
+"""How long the hook waits for the call's outcome: failures answer in milliseconds; a call that
+summarises with a model takes longer and is left to finish alone (its line goes to the log)."""
+MAX_WAIT_S = 5.0
+"""The hook's own timeout in hooks.json is 10 s: a larger REME_HOOK_WAIT_S is cut to this."""
+PREFIX = "reme: "
 LOG_LIMIT = 1 << 20
 """The log is rotated (one old copy kept) past this size, so it never grows without bound."""
 SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -103,37 +116,107 @@ def flush_from(raw: bytes) -> bool:
     return hook_input(raw).get("hook_event_name") in FLUSH_EVENTS
 
 
-def detach(session_id: str, flush: bool = False) -> None:
-    """Start ``--send`` in its own session with no stdio: Claude Code waits for the hook's
-    stdout to close, so an inherited pipe would make it wait for the whole call."""
-    options: dict = {
-        "stdin": subprocess.DEVNULL,
-        "stdout": subprocess.DEVNULL,
-        "stderr": subprocess.DEVNULL,
-        "close_fds": True,
-    }
-    if os.name == "posix":
-        options["start_new_session"] = True  # not killed with Claude Code's process group
-    else:
-        options["creationflags"] = 0x00000008 | 0x00000200  # DETACHED | NEW_PROCESS_GROUP
-    command = [sys.executable, os.path.abspath(__file__), SEND_FLAG, session_id]
-    subprocess.Popen([*command, FLUSH_FLAG] if flush else command, **options)
+def detach(session_id: str, flush: bool = False) -> int | None:
+    """Make the call in a detached process; returns the read end of a pipe on which it reports
+    its outcome (POSIX), or None. The process must not hold Claude Code's stdout or stderr:
+    Claude Code waits for them to close, so it would wait for the whole call."""
+    if os.name != "posix":
+        options: dict = {
+            "stdin": subprocess.DEVNULL,
+            "stdout": subprocess.DEVNULL,
+            "stderr": subprocess.DEVNULL,
+            "close_fds": True,
+            "creationflags": 0x00000008 | 0x00000200,  # DETACHED | NEW_PROCESS_GROUP
+        }
+        command = [sys.executable, os.path.abspath(__file__), SEND_FLAG, session_id]
+        subprocess.Popen([*command, FLUSH_FLAG] if flush else command, **options)
+        return None
+    # fork, not a new interpreter: a fresh Python takes 30 ms on an idle machine and over
+    # 0.5 s on a loaded one, and the outcome of a refused call should reach Claude Code.
+    read_end, write_end = os.pipe()
+    if os.fork() != 0:
+        os.close(write_end)
+        return read_end
+    try:  # the child: its own session (not killed with Claude Code's group), no stdio
+        os.close(read_end)
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        try:
+            line, problem = call(session_id, flush)
+        except Exception as exc:  # the last guard: whatever went wrong ends up in the log
+            line, problem = f"{session_id}: not saved, unexpected error: {exc!r}", True
+        log(line)
+        with contextlib.suppress(OSError):  # the hook stopped waiting: the log has the line
+            os.write(write_end, (json.dumps({"line": line, "problem": problem}) + "\n").encode())
+    finally:
+        os._exit(0)
+
+
+def wait_budget() -> float:
+    try:
+        value = float(os.environ.get("REME_HOOK_WAIT_S", "").strip() or WAIT_S)
+    except ValueError:
+        return WAIT_S
+    return min(max(value, 0.0), MAX_WAIT_S) if value == value else WAIT_S  # NaN: the default
+
+
+def outcome(read_end: int | None, budget: float) -> dict | None:
+    """The ``{"line", "problem"}`` the detached call reports, if it comes within ``budget``."""
+    if read_end is None or budget <= 0:
+        return None
+    import select
+
+    deadline = time.monotonic() + budget
+    data = b""
+    while b"\n" not in data:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([read_end], [], [], left)[0]:
+            return None
+        chunk = os.read(read_end, 65536)
+        if not chunk:
+            break  # the call ended without a word: the log has whatever happened
+        data += chunk
+    try:
+        found = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return found if isinstance(found, dict) and isinstance(found.get("line"), str) else None
+
+
+def tell_host(found: dict) -> None:
+    """One line to Claude Code: stderr (its debug log, ``--debug``), and for a problem also
+    ``systemMessage`` on stdout, which Claude Code shows the user (exit 0: never blocking)."""
+    line = PREFIX + found["line"]
+    print(line, file=sys.stderr)
+    if found.get("problem"):
+        print(json.dumps({"systemMessage": line}))
 
 
 def hook() -> None:
     try:
         raw = read_stdin()
     except Exception as exc:  # a broken stdin is not the agent's problem
-        log(f"cannot read the hook input: {exc!r}")
+        report(f"cannot read the hook input: {exc!r}", problem=True)
         return
     session_id = session_id_from(raw)
     if session_id is None:
-        log(f"no usable session_id in the hook input: {raw[:200]!r}")
+        report(f"no usable session_id in the hook input: {raw[:200]!r}", problem=True)
         return
     try:
-        detach(session_id, flush_from(raw))
+        read_end = detach(session_id, flush_from(raw))
     except Exception as exc:
-        log(f"{session_id}: cannot start the background call: {exc!r}")
+        report(f"{session_id}: cannot start the background call: {exc!r}", problem=True)
+        return
+    try:
+        found = outcome(read_end, wait_budget())
+    finally:
+        if read_end is not None:
+            os.close(read_end)  # the call goes on; a late outcome goes to the log only
+    if found is not None:
+        with contextlib.suppress(Exception):  # Claude Code closed our stdout: the log has it
+            tell_host(found)
 
 
 # -- the detached call -----------------------------------------------------------------------
@@ -172,6 +255,16 @@ def opener_for(url: str) -> urllib.request.OpenerDirector:
 
 
 def send(session_id: str, flush: bool = False) -> None:
+    """``--send``: make the call in this process (Windows, or by hand); the line goes to the
+    log and to stdout."""
+    line, _ = call(session_id, flush)
+    log(line)
+    with contextlib.suppress(OSError, ValueError):
+        print(line)
+
+
+def call(session_id: str, flush: bool = False) -> tuple[str, bool]:
+    """``(the line that tells the outcome, whether it is a problem to show the user)``."""
     url, token, workspace = server_target()
     headers = {"Content-Type": "application/json"}
     if token:
@@ -189,22 +282,42 @@ def send(session_id: str, flush: bool = False) -> None:
         with opener_for(url).open(request, timeout=CALL_TIMEOUT_S) as response:
             result = json.loads(response.read().decode("utf-8") or "null")
     except urllib.error.HTTPError as exc:
-        detail = exc.read().decode("utf-8", "replace")[:500]
-        log(f"{session_id}: {url} answered HTTP {exc.code}: {detail}")
-        return
+        detail = " ".join(exc.read().decode("utf-8", "replace")[:500].split())
+        return f"{session_id}: not saved, {url} answered HTTP {exc.code}: {detail}", True
     except (urllib.error.URLError, OSError, ValueError) as exc:
-        log(f"{session_id}: cannot call {url}: {exc}")
-        return
+        return f"{session_id}: not saved, cannot call {url}: {exc}", True
     outputs = result.get("outputs") if isinstance(result, dict) else None
     outputs = outputs if isinstance(outputs, dict) else {}
     status, note, pending = outputs.get("status"), outputs.get("note"), outputs.get("pending")
     line = f"{session_id}: {status or 'done'}" + (f" {note}" if note else "")
     if status == "deferred" and isinstance(pending, int):
         line += f" ({pending} turn(s) saved, waiting to be summarised)"
-    log(line)
+    read = outputs.get("claude_code")
+    read = read if isinstance(read, dict) else {}
+    unknown, partial = read.get("unknown_lines"), read.get("partial_bytes")
+    if isinstance(partial, int) and partial > 0:
+        line += f"; a last line still being written ({partial} bytes) waits for the next call"
+    if not isinstance(unknown, dict) or not unknown.get("count"):
+        return line, False
+    where = f"first at byte {unknown.get('first')}: {unknown.get('reason')}"
+    if unknown.get("new"):  # news for the user; lines already reported are only logged
+        line += (
+            f"; {unknown['new']} new transcript line(s) in a format reme does not know, "
+            f"skipped and read again on every call ({where})"
+        )
+        return line, True
+    line += f"; {unknown['count']} transcript line(s) in a format reme does not know ({where})"
+    return line, False
 
 
 # -- logging ---------------------------------------------------------------------------------
+
+
+def report(message: str, problem: bool = False) -> None:
+    """A line about the hook itself: the log and Claude Code both get it."""
+    log(message)
+    with contextlib.suppress(Exception):
+        tell_host({"line": message, "problem": problem})
 
 
 def log(message: str) -> None:
@@ -227,7 +340,7 @@ def main(argv: list[str]) -> int:
         try:
             send(argv[1], flush=argv[2:] == [FLUSH_FLAG])
         except Exception as exc:  # the last guard: whatever went wrong ends up in the log
-            log(f"{argv[1]}: unexpected error: {exc!r}")
+            log(f"{argv[1]}: not saved, unexpected error: {exc!r}")
         return 0
     hook()
     return 0  # always: a hook that fails or blocks would get in the agent's way
