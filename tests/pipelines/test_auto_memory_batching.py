@@ -255,7 +255,7 @@ def test_the_idle_flush_job_summarises_old_sessions_and_leaves_fresh_ones(open_w
         f"{first.details['tokens']} tokens"
     )
     assert first.details["flushed"] == ["old"] and first.details["waiting"] == 1
-    assert first.details["pipelines"] == ["auto_memory", "auto_memory_cc"]
+    assert first.details["pipelines"] == ["auto_memory", "auto_memory_cc", "auto_memory_codex"]
     assert notes(root) == ["daily/2026-11-02/session-old-session.md"]
     assert load_cursor(reme.state_dir, "fresh").pending_since is not None
     assert load_cursor(reme.state_dir, "old").pending_since is None
