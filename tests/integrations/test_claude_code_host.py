@@ -13,8 +13,11 @@ both manifests. One session runs in that folder and is resumed for every later t
 model calls reme's search through the plugin's MCP entry and quotes what it returned; the
 plugin's Stop/SessionEnd hook saves each turn under ``sessions/`` and ``daily/``, a resumed turn
 only adds the new turns, and a turn run with the server down, a wrong token or a read-only token
-still answers, tells Claude Code one ``reme:`` line (its debug log) and is saved by the next turn.
-``test_claude_code_integrate_host.py`` does the same through ``reme integrate``.
+still answers, tells Claude Code one ``reme:`` line (its debug log) and is saved by the next turn,
+which also reports two lines the capture does not know, written into the host's transcript. A
+half-written last line is tested at the hook level on a copy of that real transcript (the host
+cannot be made to leave one). Last, ``reme integrate claude-code`` (project and user scope)
+connects the real host without the plugin, and ``--remove`` disconnects it.
 
 Without node and npm the tests are skipped, unless REME_REQUIRE_HOSTS=1 (CI), where they fail.
 """
@@ -267,6 +270,13 @@ def test_faults_answer_anyway_tell_claude_code_one_line_and_lose_no_turn(
         assert told and all(words in line for line in told), f"{label}\n{turn.debug[-4000:]}"
         assert f"{sid}: not saved" in hook_log.read_text(encoding="utf-8")
         assert len(saved_turns(served, sid)) == start, label  # nothing written this time
+    # And lines the capture does not know (a newer shape, a corrupted line) in the host's own
+    # transcript: Claude Code resumes past them; the capture reports them and saves the rest.
+    source = next((served.config_dir / "projects").glob(f"*/{sid}.jsonl"))
+    strange = {"type": "assistant", "uuid": f"strange-{sid}", "sessionId": sid}
+    strange["message"] = {"role": "assistant", "content": {"kind": "text-v9", "body": "x"}}
+    with source.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(strange) + "\n{not json\n")
     # The fault removed, the next turn saves every turn the faulty ones could not.
     last = "Fault removed: where is the kiln key now?"
     turn = ask(
@@ -279,7 +289,10 @@ def test_faults_answer_anyway_tell_claude_code_one_line_and_lose_no_turn(
         REME_TOKEN=served.token,
         REME_HOOK_LOG=str(hook_log),
     )
-    assert turn.done.returncode == 0, turn.context()
+    assert turn.done.returncode == 0 and turn.output["result"], turn.context()
+    told = [line for line in turn.debug.splitlines() if "in a format reme does not know" in line]
+    assert told and "2 new transcript line(s)" in told[0], turn.debug[-4000:]
+    assert "type assistant, content is dict" in told[0]
     total = start + 2 * (len(faults) + 1)
     assert wait_for(lambda: turn_count(served, sid, total)), logs(served, hook_log)
     turns = saved_turns(served, sid)
