@@ -191,8 +191,16 @@ def run_hook(session_id: str, env: dict[str, str]) -> subprocess.CompletedProces
     )
 
 
-def is_answer(line: dict[str, Any]) -> bool:
-    content = (
-        (line.get("message") or {}).get("content") if line.get("type") == "assistant" else None
-    )
-    return isinstance(content, list) and any(b.get("type") == "text" for b in content)
+def is_answer(raw: bytes) -> bool:
+    """Whether a line of Claude Code's transcript is an assistant line with text in it."""
+    try:
+        line = json.loads(raw)
+    except ValueError:
+        return False  # the fault test writes a line that is not JSON
+    if not isinstance(line, dict) or line.get("type") != "assistant":
+        return False
+    message = line.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, list):
+        return False
+    return any(isinstance(b, dict) and b.get("type") == "text" for b in content)

@@ -313,8 +313,7 @@ def test_an_unknown_line_and_a_half_written_one_in_a_real_transcript(
     id, with a line in a shape reme does not know and a last line cut in half."""
     source = next((served.config_dir / "projects").glob(f"*/{session.id}.jsonl"))
     lines = source.read_bytes().splitlines(keepends=True)
-    said = [json.loads(raw) for raw in lines]
-    answer = min(i for i, o in enumerate(said) if is_answer(o))  # the first turn's answer
+    answer = next(i for i, raw in enumerate(lines) if is_answer(raw))  # the first turn's answer
     sid = "c0ffee00-0000-4000-8000-00000000c0de"
     copy = source.with_name(f"{sid}.jsonl")
     strange = {  # a newer shape: content as an object
