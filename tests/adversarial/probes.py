@@ -179,9 +179,8 @@ def probes(workspace: Path, outside: Path) -> list[Probe]:
         table.append(Probe("memory_list", "user_name", value, listed, "harmless", label))
         session = {"session_id": value, "messages": [{"role": "user", "content": "hi"}]}
         table.append(Probe("auto_memory", "session_id", value, session, "refused", label))
-        table.append(
-            Probe("auto_memory_cc", "session_id", value, {"session_id": value}, "refused", label)
-        )
+        for op in ("auto_memory_cc", "auto_memory_codex"):
+            table.append(Probe(op, "session_id", value, {"session_id": value}, "refused", label))
     huge = [
         ("search", "limit", {"query": "deploy", "limit": 10**9}),
         ("search", "limit", {"query": "deploy", "limit": -1}),
