@@ -62,6 +62,7 @@ summarises with a model takes longer and is left to finish alone (its line goes 
 MAX_WAIT_S = 5.0
 """The hook's own timeout in hooks.json is 10 s: a larger REME_HOOK_WAIT_S is cut to this."""
 PREFIX = "reme: "
+MAX_FD = 65536
 LOG_LIMIT = 1 << 20
 """The log is rotated (one old copy kept) past this size, so it never grows without bound."""
 SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -143,6 +144,8 @@ def detach(session_id: str, flush: bool = False) -> int | None:
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
+        os.closerange(3, write_end)  # any other pipe of Claude Code's: as close_fds would
+        os.closerange(write_end + 1, MAX_FD)
         try:
             line, problem = call(session_id, flush)
         except Exception as exc:  # the last guard: whatever went wrong ends up in the log
