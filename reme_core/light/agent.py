@@ -113,10 +113,17 @@ class AgentContext:
         max_input_length: int = 128_000,
         compact_ratio: float = 0.7,
         language: str | None = None,
+        extra_instruction: str = "",
     ) -> CompactResult:
-        """A structured summary of ``messages``, updating ``previous_summary`` when given."""
+        """A structured summary of ``messages``, updating ``previous_summary`` when given;
+        ``extra_instruction`` is added to the summary prompt (what to keep or leave out)."""
         return self._summarize(
-            validate_messages(messages), previous_summary, max_input_length, compact_ratio, language
+            validate_messages(messages),
+            previous_summary,
+            max_input_length,
+            compact_ratio,
+            language,
+            extra_instruction,
         )
 
     def compact_tool_result(
@@ -232,6 +239,7 @@ class AgentContext:
         max_input_length: int,
         compact_ratio: float,
         language: str | None = None,
+        extra_instruction: str = "",
     ) -> CompactResult:
         """``compact_memory`` with this context's model, counter and prompts (messages checked)."""
         return compact_memory(
@@ -242,6 +250,7 @@ class AgentContext:
             previous_summary=previous_summary,
             max_input_length=max_input_length,
             compact_ratio=compact_ratio,
+            extra_instruction=extra_instruction,
         )
 
     # -- memory ----------------------------------------------------------------------------------

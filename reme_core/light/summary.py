@@ -127,8 +127,10 @@ def compact_memory(
     max_input_length: int = 128_000,
     compact_ratio: float = 0.7,
     max_summary_tokens: int | None = None,
+    extra_instruction: str = "",
 ) -> CompactResult:
-    """Fold ``messages`` (and ``previous_summary``) into one structured summary."""
+    """Fold ``messages`` (and ``previous_summary``) into one structured summary;
+    ``extra_instruction`` (the caller's words on what to keep or drop) ends the system prompt."""
     budget = int(input_budget(max_input_length, compact_ratio))
     cap = max_summary_tokens or max(1000, max_input_length // 20)
     blocks = [render_message(m) for m in messages]
@@ -141,7 +143,9 @@ def compact_memory(
     elif blocks:
         before = llm.usage.calls
         try:
-            summary, parts = _summarise(llm, counter, prompts, blocks, previous_summary, budget)
+            summary, parts = _summarise(
+                llm, counter, prompts, blocks, previous_summary, budget, extra_instruction
+            )
         except LlmError as exc:
             warnings.append(f"the model failed, so the summary keeps verbatim items only: {exc}")
         calls = llm.usage.calls - before
@@ -173,8 +177,11 @@ def _summarise(
     blocks: list[str],
     previous: str,
     budget: int,
+    extra_instruction: str = "",
 ) -> tuple[ContextSummary, int]:
     system = prompts.render("system")
+    if extra_instruction.strip():
+        system = f"{system}\n\n{extra_instruction.strip()}"
     fixed = counter.text(system) + counter.text(prompts.templates["user"]) + PROMPT_MARGIN
     summary: ContextSummary | None = None
     remaining = list(blocks)

@@ -203,3 +203,13 @@ def test_a_secret_in_the_messages_never_reaches_the_summary(
         i.startswith("AuthenticationError: invalid key [REDACTED:openai_key]")
         for i in result.summary.critical_context
     )
+
+
+def test_an_extra_instruction_ends_the_system_prompt(counter: TokenCounter):
+    """ReMeLight's ``extra_instruction``: the caller's words on what to keep reach the model."""
+    llm = RecordingLlm.replaying([answer()])
+    compact_memory(
+        HISTORY, llm=llm, counter=counter, prompts=EN, extra_instruction="Drop debug logs."
+    )
+    system = llm.calls[0].messages[0]
+    assert system["role"] == "system" and system["content"].endswith("\n\nDrop debug logs.")
