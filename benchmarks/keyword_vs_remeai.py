@@ -1,7 +1,20 @@
-"""Keyword-only search beside ReMe 0.4.2 (PyPI `reme-ai==0.4.2.0`), on the same synthetic workspaces.
+"""reme's keyword-only search and its defaults beside ReMe 0.4.2 (PyPI `reme-ai==0.4.2.0`), on the
+same synthetic workspaces.
 
     python benchmarks/keyword_vs_remeai.py --sizes 1000 10000 --remeai-python /tmp/remeai/bin/python
+        [--defaults-sizes 1000]  # sizes that also measure reme's defaults (hybrid e5-onnx + zvec)
         [--baseline-src DIR]   # also measure an older checkout of this project (e.g. `git archive`)
+
+Sides: ``reme`` is keyword-only (components.embedding and file_store null), ``defaults`` is reme
+as a user gets it (hybrid: e5-onnx + zvec, convex fusion, link expansion), ``remeai`` is ReMe as
+its default config ships. Like with like: ReMe's default ``search`` job is hybrid in name (vector +
+BM25, RRF) but its embedding store is commented out of the default config (it needs a hosted
+embedding API, text-embedding-v4 by default), so out of the box its vector arm returns nothing and
+it searches BM25 only. ``reme`` vs ``remeai`` compares keyword search with keyword search;
+``defaults`` vs ``remeai`` compares each project's out-of-the-box search (reme's does more: a
+local embedding per query). The defaults side starts from the benchmarks' shared vector cache
+(``~/.cache/reme/bench-vectors.sqlite3``, added to after the run), so its build embeds only
+chunks no earlier run embedded: its build figure is not a cold build.
 
 ReMe runs in its own virtual environment (`python -m venv /tmp/remeai && /tmp/remeai/bin/pip
 install 'reme-ai[as]==0.4.2.0'`: its step classes import agentscope; nothing pulls torch) through
@@ -15,9 +28,10 @@ comes from fresh processes of this run, so machine noise hits all sides alike:
 - import, open: a fresh process importing the library, then opening the indexed workspace;
   first search: the first query after that open (what a CLI call pays);
 - p50/p95 over every planted fact's query, three times, after 20 warm-up queries: `search` is the
-  default search with one hop of link expansion (reme `Reme.search(q, limit=5)`; ReMe's `search`
-  step, keyword arm only, expand_links), `keyword` is the same without expansion (reme
-  `expand=False`; ReMe's `bm25_search` step); recall@5 counts the planted answer note;
+  default search with one hop of link expansion (reme `Reme.search(q, limit=5)`, keyword-only or
+  hybrid by side; ReMe's `search` step, keyword arm only, expand_links), `keyword` is the same
+  without expansion (reme `expand=False`; ReMe's `bm25_search` step); recall@5 counts the planted
+  answer note;
 - no-op index: `Reme.index()` (reme) / the `index_update` job (ReMe) with nothing changed: the
   median of NOOP_RUNS passes after the searches, and (`noop_index_fresh_s`) the median of one
   pass in each of NOOP_RUNS fresh processes, as a `reme index` run pays it (after opening).
@@ -44,6 +58,9 @@ sys.path.insert(0, str(HERE))
 from synthetic import generate_workspace  # noqa: E402
 
 KEYWORD_ONLY = ["components.embedding=null", "components.file_store=null"]
+CONFIGS: dict[str, list[str]] = {"keyword": KEYWORD_ONLY, "defaults": []}
+"""A side's config -> its overrides (``defaults``: none, what ``reme`` ships)."""
+SHARED_VECTORS = Path.home() / ".cache" / "reme" / "bench-vectors.sqlite3"
 NOOP_RUNS = 5
 """No-op index passes timed per side (one is at the mercy of a noisy machine)."""
 
@@ -60,11 +77,15 @@ def state_bytes(root: Path) -> int:
 # -- reme (this project), each mode in a fresh process -----------------------------------------
 
 
-def child_build(workspace: Path) -> dict:
+def child_build(workspace: Path, config: str) -> dict:
+    if config == "defaults":
+        from reme_core.bench import vector_cache
+
+        vector_cache.seed(workspace, SHARED_VECTORS)
     started = time.perf_counter()
     from reme_core.runtime import Reme
 
-    reme = Reme.open(workspace, overrides=KEYWORD_ONLY)
+    reme = Reme.open(workspace, overrides=CONFIGS[config])
     reme.index()
     chunks = reme.catalog.counts()["chunks"]
     reme.close()
@@ -75,12 +96,12 @@ def child_build(workspace: Path) -> dict:
     }
 
 
-def child_query(workspace: Path, queries: list[dict]) -> dict:
+def child_query(workspace: Path, config: str, queries: list[dict]) -> dict:
     started = time.perf_counter()
     from reme_core.runtime import Reme
 
     imported = time.perf_counter()
-    reme = Reme.open(workspace, overrides=KEYWORD_ONLY)
+    reme = Reme.open(workspace, overrides=CONFIGS[config])
     opened = time.perf_counter()
     reme.search(queries[0]["query"], limit=5)
     first = time.perf_counter()
@@ -113,13 +134,17 @@ def child_query(workspace: Path, queries: list[dict]) -> dict:
         noop.append(time.perf_counter() - t0)
     out["noop_index_s"] = percentile(noop, 0.5)
     reme.close()
+    if config == "defaults":
+        from reme_core.bench import vector_cache
+
+        vector_cache.harvest(workspace, SHARED_VECTORS)
     return out
 
 
-def child_noop(workspace: Path) -> dict:
+def child_noop(workspace: Path, config: str) -> dict:
     from reme_core.runtime import Reme
 
-    reme = Reme.open(workspace, overrides=KEYWORD_ONLY)
+    reme = Reme.open(workspace, overrides=CONFIGS[config])
     t0 = time.perf_counter()
     reme.index()
     elapsed = time.perf_counter() - t0
@@ -145,6 +170,14 @@ def run_child(python: str, args: list[str], env_path: str | None = None) -> dict
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def side_child(side: tuple, mode: str, *rest: str) -> dict:
+    """Run one side's ``mode`` in a fresh process: this script's child, or the ReMe driver."""
+    python, script, ws, src, config = side
+    if script != Path(__file__):  # the ReMe driver: MODE WORKSPACE [QUERIES]
+        return run_child(python, [str(script), mode, str(ws), *rest], src)
+    return run_child(python, [str(script), "--child", mode, str(ws), config, *rest], src)
+
+
 def measure_size(size: int, seed: int, args: argparse.Namespace) -> dict:
     work = Path(tempfile.mkdtemp(prefix=f"reme-vs-remeai-{size}-"))
     try:
@@ -153,24 +186,23 @@ def measure_size(size: int, seed: int, args: argparse.Namespace) -> dict:
         queries = work / "queries.json"
         queries.write_text(json.dumps([asdict(f) for f in facts]), encoding="utf-8")
         sides: dict[str, dict] = {}
-        plan = [("reme", sys.executable, Path(__file__), None)]
+        me = Path(__file__)
+        plan = [("reme", sys.executable, me, None, "keyword")]
         if args.baseline_src:
-            plan.append(("before", sys.executable, Path(__file__), args.baseline_src))
-        plan.append(("remeai", args.remeai_python, HERE / "remeai_driver.py", None))
-        for name, python, script, src in plan:
+            plan.append(("before", sys.executable, me, args.baseline_src, "keyword"))
+        if size in args.defaults_sizes:
+            plan.append(("defaults", sys.executable, me, None, "defaults"))
+        plan.append(("remeai", args.remeai_python, HERE / "remeai_driver.py", None, ""))
+        for name, python, script, src, config in plan:
             ws = work / name
             shutil.copytree(source, ws)
             # Files settled for longer than the stat check's racy window (2 s), as between edits.
             time.sleep(2.5)
-            mode_args = ["--child"] if script == Path(__file__) else []
-            build = run_child(python, [str(script), *mode_args, "build", str(ws)], src)
-            query = run_child(
-                python, [str(script), *mode_args, "query", str(ws), str(queries)], src
-            )
-            fresh = [
-                run_child(python, [str(script), *mode_args, "noop", str(ws)], src)["noop_index_s"]
-                for _ in range(NOOP_RUNS)
-            ]
+
+            side = (python, script, ws, src, config)
+            build = side_child(side, "build")
+            query = side_child(side, "query", str(queries))
+            fresh = [side_child(side, "noop")["noop_index_s"] for _ in range(NOOP_RUNS)]
             sides[name] = {**build, **query, "noop_index_fresh_s": percentile(fresh, 0.5)}
         return {"notes": size, "facts": len(facts), **sides}
     finally:
@@ -182,13 +214,14 @@ def _ratio(a: float, b: float) -> str:
 
 
 def print_table(rows: list[dict]) -> None:
-    sides = [s for s in ("reme", "before") if s in rows[0]]
+    ours = ("reme", "before", "defaults")
     print(
         f"{'notes':>6} {'side':<7} {'chunks':>7} {'build s':>8} {'state MB':>9} {'import s':>9} "
         f"{'open s':>7} {'1st q s':>8} {'search p50':>11} {'p95':>6} {'kw p50':>7} {'p95':>6} "
         f"{'R@5':>5} {'no-op idx s':>11} {'fresh':>6}"
     )
     for r in rows:
+        sides = [s for s in ours if s in r]
         for side in [*sides, "remeai"]:
             s = r[side]
             kw = s.get("keyword") or s["bm25_search"]
@@ -215,15 +248,20 @@ def print_table(rows: list[dict]) -> None:
                 f"{_ratio(s['noop_index_fresh_s'], o['noop_index_fresh_s']):>6}"
             )
     print(
-        "side: reme = this tree, before = --baseline-src, remeai = ReMe "
-        f"{rows[0]['remeai'].get('version', '?')}; X/R rows are ratios to ReMe (below 1: faster"
+        "side: reme = this tree keyword-only, before = --baseline-src keyword-only, defaults = "
+        "this tree as shipped (hybrid e5-onnx + zvec), remeai = ReMe "
+        f"{rows[0]['remeai'].get('version', '?')} as shipped (BM25 only: its default config has no"
     )
     print(
-        "or smaller). search = default search with link expansion (ReMe: its search step), kw = "
-        "keyword search without expansion (ReMe: bm25_search step); p50/p95 in ms; R@5 = recall@5"
+        "embedding store); X/R rows are ratios to ReMe (below 1: faster or smaller). search = "
+        "default search with link expansion (ReMe: its search step), kw = the same search without"
     )
     print(
-        "of the planted facts' notes with search; 1st q = first search after open; no-op idx = "
+        "expansion (reme keyword-only: keyword; defaults: hybrid; ReMe: its bm25_search step); "
+        "p50/p95 in ms; defaults' build starts from the shared vector cache."
+    )
+    print(
+        "R@5 counts the planted facts' notes with search; 1st q = first search after open; no-op idx = "
         f"median of {NOOP_RUNS} no-op index passes, fresh = of one in each of {NOOP_RUNS} new "
         "processes."
     )
@@ -232,6 +270,13 @@ def print_table(rows: list[dict]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument(
+        "--defaults-sizes",
+        type=int,
+        nargs="*",
+        default=[1000],
+        help="sizes that also measure reme's defaults (hybrid: embeds what the cache lacks)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--remeai-python", help="python of a venv with reme-ai==0.4.2.0")
     parser.add_argument(
@@ -241,14 +286,14 @@ def main() -> None:
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        mode, workspace = args.child[0], Path(args.child[1])
+        mode, workspace, config = args.child[0], Path(args.child[1]), args.child[2]
         if mode == "build":
-            print(json.dumps(child_build(workspace)))
+            print(json.dumps(child_build(workspace, config)))
         elif mode == "noop":
-            print(json.dumps(child_noop(workspace)))
+            print(json.dumps(child_noop(workspace, config)))
         else:
-            queries = json.loads(Path(args.child[2]).read_text(encoding="utf-8"))
-            print(json.dumps(child_query(workspace, queries)))
+            queries = json.loads(Path(args.child[3]).read_text(encoding="utf-8"))
+            print(json.dumps(child_query(workspace, config, queries)))
         return
     if not args.remeai_python:
         parser.error("--remeai-python is required (a venv with reme-ai==0.4.2.0 installed)")

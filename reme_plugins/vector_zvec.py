@@ -356,9 +356,12 @@ class ZvecFileStore(FileStore):
             q = zvec.Query(
                 field_name=VECTOR, vector=query, param=zvec.HnswQueryParam(ef=self.settings.hnsw_ef)
             )
+            # The fields are read only to post-filter; an exact plan needs ids and scores alone
+            # (fetching four fields per hit was a quarter of the query's time at 1,000 notes).
+            fields = [] if plan.exact else _FIELDS
             while True:
                 with _wrapped("search", self._path):
-                    docs = coll.query(q, topk=topk, filter=plan.expression, output_fields=_FIELDS)
+                    docs = coll.query(q, topk=topk, filter=plan.expression, output_fields=fields)
                 hits = [
                     (d.id, 1.0 - float(d.score))  # zvec reports cosine distance
                     for d in docs

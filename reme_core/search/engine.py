@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from concurrent.futures import Future
+from typing import TYPE_CHECKING
 
 from reme_core.components import Graph, TagIndex
 from reme_core.errors import SearchError
@@ -11,6 +11,7 @@ from reme_core.index.catalog import Catalog
 from reme_core.schema import SearchFilters, SearchHit, SearchResponse
 from reme_core.search.abstention import floors_for, no_match
 from reme_core.search.allowed import AllowedCache
+from reme_core.search.arm_pool import arm_pool
 from reme_core.search.arms import ArmUnavailable, SearchArm
 from reme_core.search.expansion import expand_links
 from reme_core.search.fusion import fuse
@@ -144,17 +145,17 @@ class Searcher:
     ) -> tuple[dict[str, list[tuple[str, float]]], list[str]]:
         """Every arm's ranking (in parallel when there are several) and why any arm did not run."""
         args = (query, candidates, allowed, filters)
-        jobs: dict[str, Any] = {}
-        if len(self.arms) > 1:
-            pool = ThreadPoolExecutor(max_workers=len(self.arms))
-            jobs = {arm.name: pool.submit(arm.rank, *args) for arm in self.arms}
-            pool.shutdown(wait=False)
+        # The first arm (keyword) runs in this thread while the others run in the shared pool;
+        # keyword-only search starts no thread at all.
+        jobs: dict[str, Future[list[tuple[str, float]]]] = {
+            a.name: arm_pool().submit(a.rank, *args) for a in self.arms[1:]
+        }
         results: dict[str, list[tuple[str, float]]] = {}
         degraded: list[str] = []
         for arm in self.arms:
             try:
-                # A lone arm runs in this thread: no pool to start for keyword-only search.
-                results[arm.name] = jobs[arm.name].result() if jobs else arm.rank(*args)
+                job = jobs.get(arm.name)
+                results[arm.name] = job.result() if job is not None else arm.rank(*args)
             except ArmUnavailable as exc:
                 degraded.append(f"{arm.name}: {exc}")
         if not results:
