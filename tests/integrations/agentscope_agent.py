@@ -1,0 +1,59 @@
+"""A real AgentScope agent with reme's long-term memory, run by test_agentscope_host.py with the
+python of the AgentScope venv (``python agentscope_agent.py '<json spec>'``).
+
+The spec names the model endpoint (``model_url``, an OpenAI-compatible server), the memory
+(``workspace`` for embedded reme, or ``url`` + ``token`` for ``reme serve``), the ``question``
+and whether the model streams. The agent is ``agentscope.agent.Agent`` (2.x's ReAct agent) with
+an ``OpenAIChatModel`` and ``RemeLongTermMemory`` as middleware and toolkit. Prints one JSON
+line: the final answer's text, the tools the agent had, and the agent's session id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+from agentscope.agent import Agent
+from agentscope.credential import OpenAICredential
+from agentscope.message import Msg, TextBlock
+from agentscope.model import OpenAIChatModel
+from agentscope.tool import Toolkit
+from reme_agentscope import RemeLongTermMemory
+
+
+async def main(spec: dict) -> dict:
+    memory = (
+        RemeLongTermMemory(workspace=spec["workspace"])
+        if spec.get("workspace")
+        else RemeLongTermMemory(url=spec["url"], token=spec["token"])
+    )
+    model = OpenAIChatModel(
+        credential=OpenAICredential(api_key="sk-scripted-dummy", base_url=spec["model_url"]),
+        model="gpt-scripted",
+        stream=bool(spec.get("stream", True)),
+        max_retries=0,
+    )
+    tools = memory.list_tools()
+    agent = Agent(
+        name="assistant",
+        system_prompt="You are a helpful assistant.",
+        model=model,
+        toolkit=Toolkit(tools=tools),
+        middlewares=[memory],
+    )
+    try:
+        reply = await agent.reply(
+            Msg(name="user", role="user", content=[TextBlock(text=spec["question"])])
+        )
+    finally:
+        await memory.close()
+    return {
+        "answer": reply.get_text_content() or "",
+        "tools": [t.name for t in tools],
+        "session_id": agent.state.session_id,
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps(asyncio.run(main(json.loads(sys.argv[1])))))
