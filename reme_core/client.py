@@ -13,6 +13,7 @@ an operation goes through the server when one is running, and in-process otherwi
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from pathlib import Path
 from typing import Any
@@ -201,12 +202,14 @@ class RemoteReme:
         min_score: float | None = None,
         filters: SearchFilters | None = None,
         expand: bool | None = None,
+        as_of: dt.date | None = None,
     ) -> SearchResponse:
         payload: dict[str, Any] = {
             "query": query,
             "limit": limit,
             "min_score": min_score,
             "expand": expand,
+            "as_of": as_of.isoformat() if as_of else None,
         }
         if filters is not None:
             payload.update(filters.model_dump(mode="json", exclude_none=True))

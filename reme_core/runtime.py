@@ -5,6 +5,7 @@ This is the Python API; the CLI (and later the server) are thin layers over it.
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -202,6 +203,7 @@ class Reme:
         min_score: float | None = None,
         filters: SearchFilters | None = None,
         expand: bool | None = None,
+        as_of: dt.date | None = None,
     ) -> SearchResponse:
         """The search every surface serves (HTTP, MCP, ``reme search``, ``memory_search``): the
         configured ``pipelines.search`` pipeline. The query is checked here, once; the arguments
@@ -212,10 +214,10 @@ class Reme:
             raise SearchError("empty query")
         pipeline = self._served_search()
         if pipeline is not None:
-            return pipeline.run(SearchRequest(query, limit, min_score, filters, expand))
+            return pipeline.run(SearchRequest(query, limit, min_score, filters, expand, as_of))
         with self.indexer.lock.read():  # many searches at once; never a half-applied write
             return self.searcher.search(
-                query, limit=limit, min_score=min_score, filters=filters, expand=expand
+                query, limit=limit, min_score=min_score, filters=filters, expand=expand, as_of=as_of
             )
 
     def engine_search(
@@ -226,6 +228,7 @@ class Reme:
         min_score: float | None = None,
         filters: SearchFilters | None = None,
         expand: bool | None = None,
+        as_of: dt.date | None = None,
     ) -> SearchResponse:
         """Hybrid search by the engine itself, whatever ``pipelines.search`` says: what the
         ``search`` step runs, and what internal lookups (dream candidates, memory records) use.
@@ -234,7 +237,7 @@ class Reme:
             raise SearchError("empty query")
         with self.indexer.lock.read():  # many searches at once; never a half-applied write
             return self.searcher.search(
-                query, limit=limit, min_score=min_score, filters=filters, expand=expand
+                query, limit=limit, min_score=min_score, filters=filters, expand=expand, as_of=as_of
             )
 
     def _served_search(self) -> SearchPipeline | None:

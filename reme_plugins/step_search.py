@@ -21,6 +21,7 @@ boundary, checks the query and builds the filters from the filter keys.
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any, ClassVar
 
 from pydantic import ValidationError
@@ -48,9 +49,9 @@ class SearchStep(Step):
         query = state.get("query")
         request = state.get(REQUEST_KEY)
         if request is not None and query == request.query:
-            filters = request.filters  # checked and typed at the boundary
+            filters, as_of = request.filters, request.as_of  # checked, typed at the boundary
         else:
-            filters = self._plain_filters(reme, query, state)
+            filters, as_of = self._plain_filters(reme, query, state), _as_of(state.get("as_of"))
         # The engine itself: ``reme.search`` is the served search, which runs this pipeline.
         response = reme.engine_search(
             query,
@@ -58,6 +59,7 @@ class SearchStep(Step):
             min_score=state.get("min_score"),
             filters=filters,
             expand=state.get("expand"),
+            as_of=as_of,
         )
         return {"search": response}
 
@@ -75,6 +77,16 @@ class SearchStep(Step):
             return SearchFilters(**given)
         except ValidationError as exc:
             raise SearchError("; ".join(e["msg"] for e in exc.errors())) from None
+
+
+def _as_of(value: Any) -> dt.date | None:
+    """A plain ``as_of`` param (``--param as_of=2024-05-15``; YAML may already make it a date)."""
+    if value is None or (isinstance(value, dt.date) and not isinstance(value, dt.datetime)):
+        return value
+    try:
+        return dt.date.fromisoformat(str(value).strip())
+    except ValueError:
+        raise SearchError(f"as_of must be a date as YYYY-MM-DD, got {value!r}") from None
 
 
 @hookimpl

@@ -30,6 +30,7 @@ a ``search`` key holding a ``SearchResponse`` (or data that validates as one); a
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -66,6 +67,7 @@ class SearchRequest:
     min_score: float | None = None
     filters: SearchFilters | None = None
     expand: bool | None = None
+    as_of: dt.date | None = None
 
     def params(self) -> dict[str, Any]:
         """The plain state keys, as steps written against them (``search_v2``) read them."""
@@ -79,6 +81,8 @@ class SearchRequest:
                 params[key] = value
         if self.filters is not None:
             params.update(self.filters.model_dump())
+        if self.as_of is not None:
+            params["as_of"] = self.as_of
         return params
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
@@ -13,6 +14,7 @@ from reme_core.search.abstention import floors_for, no_match
 from reme_core.search.allowed import AllowedCache
 from reme_core.search.arm_pool import arm_pool
 from reme_core.search.arms import ArmUnavailable, SearchArm
+from reme_core.search.dates import rank_by_dates
 from reme_core.search.expansion import expand_links
 from reme_core.search.fusion import fuse
 
@@ -54,8 +56,10 @@ class Searcher:
         min_score: float | None = None,
         filters: SearchFilters | None = None,
         expand: bool | None = None,
+        as_of: dt.date | None = None,
     ) -> SearchResponse:
-        """Rank ``query`` (checked by the caller: ``Reme.search`` or ``Reme.engine_search``)."""
+        """Rank ``query`` (checked by the caller: ``Reme.search`` or ``Reme.engine_search``);
+        ``as_of`` is the day dates in the query count from (``search.date_boost``)."""
         limit = self.config.limit if limit is None else limit
         if not 1 <= limit <= MAX_LIMIT:
             raise SearchError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
@@ -74,6 +78,9 @@ class Searcher:
         results, degraded = self._run_arms(query, max(candidates, limit), allowed, filters)
         arm_scores = {arm: dict(hits) for arm, hits in results.items()}
         fused = fuse(results, self.weights, method=self.config.fusion, k=self.config.rrf_k)
+        fused = rank_by_dates(
+            query, fused, as_of, self.config.date_boost, self.config.date_slack_days, self._days
+        )
         fused = [f for f in fused if f.score >= min_score][:limit]
 
         rows = self.catalog.hit_rows([f.chunk_id for f in fused])
@@ -139,6 +146,9 @@ class Searcher:
             if isinstance(model_id, str):
                 return model_id
         return None
+
+    def _days(self, paths: set[str]) -> dict[str, dt.date | None]:
+        return {path: note.date for path, note in self.catalog.notes(paths).items()}
 
     def _run_arms(
         self, query: str, candidates: int, allowed: set[str], filters: SearchFilters

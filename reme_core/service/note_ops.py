@@ -3,6 +3,7 @@ frontmatter, move, delete) through the workspace's confined file tools."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import deque
 from typing import Any, Literal
 
@@ -27,6 +28,9 @@ class SearchInput(Input):
     since: str | None = None
     until: str | None = None
     statuses: list[Literal["active", "archived", "superseded"]] | None = None
+    as_of: dt.date | None = None
+    """The day the question is asked, YYYY-MM-DD: dates it names ("last Saturday") count from
+    it when ``search.date_boost`` is on (default: today)."""
 
 
 def _search(reme: Reme, given: SearchInput) -> Any:
@@ -47,6 +51,7 @@ def _search(reme: Reme, given: SearchInput) -> Any:
         min_score=given.min_score,
         filters=filters,
         expand=given.expand,
+        as_of=given.as_of,
     )
 
 

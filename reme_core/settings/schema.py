@@ -129,6 +129,14 @@ class SearchConfig(_Strict):
     link_expansion: bool = True
     expansion_limit: int = Field(default=10, ge=0)
     statuses: list[NoteStatus] = Field(default_factory=lambda: ["active"], min_length=1)
+    date_boost: float = Field(default=0.0, ge=0, le=1)
+    """Weight of the days a query names ("last Saturday", "in May 2023", "two weeks ago":
+    reme_core.search.dates, relative to the search's ``as_of``, today when not given): fused
+    scores move toward notes dated in that span by this much. 0 (the default) keeps the arms'
+    ranking; measured by benchmarks/turn_levers.py."""
+    date_slack_days: int = Field(default=0, ge=0, le=366)
+    """Notes this many days outside a named span still get a share of ``date_boost``, falling
+    linearly to nothing (0: only notes inside the span)."""
 
 
 class PipelineConfig(_Strict):
