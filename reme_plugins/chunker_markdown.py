@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 import yaml
+from pydantic import Field
 
 from reme_core.api import Chunk, Chunker, ComponentSettings, hookimpl
+from reme_plugins.chunk_context import context_line, frontmatter_fields
 from reme_plugins.chunker_text import LinePacker, SizedChunkerSettings, split_lines
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
@@ -26,7 +28,14 @@ _SEPARATOR = " > "
 
 
 class MarkdownChunkerSettings(SizedChunkerSettings):
-    """Same knobs as the text chunker; ``max_chars`` includes the breadcrumb line."""
+    """Same knobs as the text chunker; ``max_chars`` includes the breadcrumb line.
+
+    ``context_keys``: frontmatter keys whose values head every chunk's indexed text as one line
+    (``[date]`` gives ``Monday 8 May 2023``; see ``reme_plugins.chunk_context``); not counted in
+    ``max_chars``. Empty (the default): chunks hold only the note's own text.
+    """
+
+    context_keys: list[str] = Field(default_factory=list)
 
 
 @dataclass
@@ -136,18 +145,21 @@ class MarkdownChunker(Chunker):
         body_start, name = frontmatter(lines)
         packer = LinePacker(lines)
         parts = sections(lines, body_start, name)
+        keys = self.settings.context_keys
+        context = context_line(frontmatter_fields(lines), keys) if keys else ""
         chunks: list[Chunk] = []
         for index, section in enumerate(parts):
             nxt = parts[index + 1] if index + 1 < len(parts) else None
             for first, last, body in self._pieces(section, nxt, packer):
                 crumb = section.breadcrumb
+                text = f"{crumb}\n{body}" if crumb and body else crumb or body
                 chunks.append(
                     Chunk(
                         path=path,
                         ordinal=len(chunks),
                         start_line=first + 1,
                         end_line=last + 1,
-                        text=f"{crumb}\n{body}" if crumb and body else crumb or body,
+                        text=f"{context}\n{text}" if context else text,
                         heading=crumb,
                     )
                 )
