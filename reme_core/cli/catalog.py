@@ -45,7 +45,7 @@ CORE_COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "integrate": (
         "reme_core.cli.integrate_cmd",
-        "Connect an agent host (claude-code) to this workspace: its MCP entry, hooks and a write token.",
+        "Connect an agent host (claude-code, codex) to this workspace: its MCP entry, hooks and a write token.",
     ),
     "links": (
         "reme_core.cli.links_cmd",

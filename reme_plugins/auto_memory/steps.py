@@ -108,3 +108,11 @@ def register_steps(register: Callable[[type[Step]], None]) -> None:
     register(AutoMemoryStep)
     register(ClaudeCodeTranscriptStep)
     register(CodexTranscriptStep)
+
+
+@hookimpl
+def register_commands(register: Callable[..., None]) -> None:
+    """Register ``reme codex capture``."""
+    from reme_plugins.auto_memory.codex_cli import capture_command  # click only when the CLI runs
+
+    register(capture_command, group="codex")
