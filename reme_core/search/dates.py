@@ -9,7 +9,8 @@ refuse. A bad ``as_of`` is refused (``parse_as_of``).
 
 Conventions, chosen for conversational memory: a month or a day without a year is the most
 recent one not after ``as_of`` ("in June" asked in May 2024 is June 2023); weeks start on Monday;
-"last Saturday" is the latest Saturday before ``as_of``; "N weeks ago" is the week around that day
+"last week|month|year" is the calendar one before ``as_of``'s, "the past week|month|year" the
+days up to ``as_of``; "last Saturday" is the latest Saturday before ``as_of``; "N weeks ago" is the week around that day
 (three days either side), "N months ago" that calendar month, "N years ago" that year; "a few" is
 three and "a couple of" two, with a span one unit wider each side; seasons are meteorological
 (northern hemisphere; winter 2023 starts in December 2023).
@@ -55,6 +56,7 @@ _COUNT = r"(?P<count>\d+|" + "|".join(sorted(NUMBERS, key=len, reverse=True)) + 
 _UNIT = r"(?P<unit>day|week|month|year)s?"
 _WEEKDAY = r"(?P<weekday>" + "|".join(WEEKDAYS) + r")"
 _SEASON = r"(?P<season>" + "|".join(SEASONS) + r")"
+_CAPITALISED = "|".join(sorted((m.capitalize() for m in MONTHS), key=len, reverse=True))
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,14 @@ def _month_year(m: re.Match[str], as_of: dt.date) -> tuple[dt.date, dt.date]:
     return _month_span(year, month)
 
 
+def _listed_month(m: re.Match[str], as_of: dt.date) -> tuple[dt.date, dt.date] | None:
+    """``and March`` only right after another month ("January and March", not "Tom and May")."""
+    before = m.string[: m.start()].split()
+    if not before or before[-1].lower().rstrip(".,") not in MONTHS:
+        return None
+    return _month_year(m, as_of)
+
+
 def _year(m: re.Match[str], as_of: dt.date) -> tuple[dt.date, dt.date]:
     year = int(m.group("year"))
     return dt.date(year, 1, 1), dt.date(year, 12, 31)
@@ -205,7 +215,7 @@ def _ago(m: re.Match[str], as_of: dt.date) -> tuple[dt.date, dt.date] | None:
 
 
 def _past(m: re.Match[str], as_of: dt.date) -> tuple[dt.date, dt.date]:
-    count, _ = _count(m)
+    count = _count(m)[0] if m.groupdict().get("count") else 1  # "the past month": one
     unit = m.group("unit").lower()
     if unit in ("day", "week"):
         return as_of - dt.timedelta(days=count * (7 if unit == "week" else 1)), as_of
@@ -225,11 +235,14 @@ PATTERNS: list[tuple[re.Pattern[str], Resolver]] = [
     (re.compile(rf"\b(?:(?:last|this past)\s+)?{_SEASON}(?:\s+(?:of\s+)?{_YEAR})?\b", re.I), _season),
     (re.compile(rf"\b{_MONTH}(?:,?\s+(?:of\s+)?{_YEAR})\b", re.I), _month_year),
     (re.compile(rf"\b(?:in|during|since|last|this past|early|late|mid)[\s-]+{_MONTH}\b", re.I), _month_year),
+    # "in January and March": the next month of a list (capitalised, so "and may" is a verb)
+    (re.compile(rf"(?<=\s)(?:and|or|&)\s+(?P<month>{_CAPITALISED})\b"), _listed_month),
     (re.compile(rf"\b(?:in|during|of|since)\s+{_YEAR}\b", re.I), _year),
     (re.compile(r"\b(?:the day before yesterday|yesterday|today|tonight|tomorrow)\b", re.I), _relative_day),
     (re.compile(rf"\b(?:last|this past|on)\s+{_WEEKDAY}\b", re.I), _last_weekday),
     (re.compile(r"\b(?:last|this past)\s+weekend\b", re.I), _last_weekend),
-    (re.compile(r"\b(?P<which>this|last|past)\s+(?P<unit>week|month|year)\b", re.I), _this_last),
+    (re.compile(r"\b(?P<which>this|last)\s+(?P<unit>week|month|year)\b", re.I), _this_last),
+    (re.compile(r"\bpast\s+(?P<unit>week|month|year)\b", re.I), _past),
     (re.compile(rf"\b{_COUNT}\s+{_UNIT}\s+ago\b", re.I), _ago),
     (re.compile(rf"\b(?:in\s+)?the\s+(?:last|past)\s+{_COUNT}\s+{_UNIT}\b", re.I), _past),
 ]  # fmt: skip

@@ -67,6 +67,16 @@ CASES = [
         WED,
         [(D(2023, 5, 1), D(2023, 5, 31), "May 2023"), (D(2024, 5, 12), D(2024, 5, 12), "3 days ago")],
     ),
+    # a list of months; "the past month" counts back from as_of, "last month" is the calendar one
+    (
+        "the two novels I finished in January and March",
+        D(2023, 5, 30),
+        [(D(2023, 1, 1), D(2023, 1, 31), "in January"), (D(2023, 3, 1), D(2023, 3, 31), "and March")],
+    ),
+    ("in May or June", WED, [(D(2024, 5, 1), D(2024, 5, 31), "in May"), (D(2023, 6, 1), D(2023, 6, 30), "or June")]),
+    ("Tom and May went hiking", WED, []),
+    ("followers over the past month", D(2023, 5, 30), [(D(2023, 4, 30), D(2023, 5, 30), "past month")]),
+    ("this past week", WED, [(D(2024, 5, 8), WED, "past week")]),
     # no date: a modal "may", a number that is no year, plain words
     ("what may happen next", WED, []),
     ("she ran 3000 meters", WED, []),
