@@ -248,8 +248,13 @@ def outcome(outputs: dict) -> str:
     if status == "deferred" and isinstance(pending, int):
         line += f" ({pending} turn(s) saved, waiting to be summarised)"
     codex = outputs.get("codex")
-    if isinstance(codex, dict) and isinstance(codex.get("warning"), str):
-        line += f"; {codex['warning']}"
+    unknown = codex.get("unknown_lines") if isinstance(codex, dict) else None
+    if isinstance(unknown, dict) and unknown.get("count"):
+        line += (
+            f"; {unknown['count']} line(s) of the rollout in a format this reme does not know "
+            f"(first at byte {unknown.get('first')}: {unknown.get('reason')}), kept in Codex's "
+            "file and read again on every capture"
+        )
     return line
 
 

@@ -13,11 +13,12 @@ instructions``, ``<environment_context>``, ``<user_instructions>``, ...). A mess
 of its line, so a line read twice is saved once.
 
 Reading is incremental and at-least-once, as for Claude Code: the byte cursor advances only over
-lines whose turns are already in ``sessions/<id>.jsonl``, and a line still being written waits.
-A record this reader does not know (an envelope type Codex added later, a line that is not an
-object) stops the read before it (``unknown_records: stop``, the default), with one warning in
-the log and in ``codex.warning``: its turns and everything after it wait until reme knows it, so
-none is lost; ``skip`` passes over it instead.
+lines whose turns are already in ``sessions/<id>.jsonl``, and a last line still being written
+waits for the next run (its size is reported as ``codex.partial_bytes``). A line this reader does
+not know (a record type Codex added later, a message whose content has another shape, a line that
+is not JSON) is never silently lost: it is reported under ``codex.unknown_lines`` (a warning in
+the log when it is new), its byte offset is remembered in the cursor, and it is read again on
+every run until a reader that knows its format saves it; the turns around it are saved as usual.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -76,6 +77,10 @@ BARE_ITEMS = frozenset(
 )
 """Response item types of the older format, written without an envelope."""
 _TEXT_BLOCKS = ("input_text", "output_text", "text")
+MAX_UNKNOWN = 1000
+"""Unknown lines remembered per session; past that the oldest are forgotten (and counted)."""
+_NOT_JSON: Any = object()
+"""What ``parse_line`` returns for a line that is not JSON (``null`` is JSON)."""
 _INJECTED = re.compile(r"\s*(?:# AGENTS\.md instructions\b.*|<([a-z_ ]+)>.*</\1>)\s*", re.DOTALL)
 """A text block Codex writes into a user message: instructions, environment, aborted turns."""
 
@@ -83,9 +88,6 @@ _INJECTED = re.compile(r"\s*(?:# AGENTS\.md instructions\b.*|<([a-z_ ]+)>.*</\1>
 class CodexSettings(ComponentSettings):
     codex_home: str | None = None
     """Codex's folder; None = $CODEX_HOME, else ~/.codex."""
-    unknown_records: Literal["stop", "skip"] = "stop"
-    """A record of a kind this reader does not know: stop before it (nothing after it is lost,
-    it waits for a reme that knows it) or skip it."""
     max_read_bytes: int = Field(16 * 1024 * 1024, ge=1024)
     """Bytes read per run; a longer backlog is read over the following runs."""
 
@@ -193,6 +195,41 @@ def session_cwd(obj: Any) -> str | None:
     return None
 
 
+def unknown_reason(obj: Any) -> str | None:
+    """Why a complete line is one this reader does not know (None: it knows it, whether or not
+    it holds a turn). Only the shape is described: the content may hold secrets."""
+    if obj is _NOT_JSON:
+        return "not JSON"
+    kind, item = classify(obj)
+    if kind == "unknown":
+        return describe(obj)
+    if item is not None and item.get("type") == "message":
+        content = item.get("content")
+        if not isinstance(content, str | list):
+            return f"a message whose content is a JSON {type(content).__name__}"
+    return None
+
+
+def parse_line(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return _NOT_JSON
+
+
+def _offsets(remembered: Any) -> list[int]:
+    """The byte offsets of the unknown lines a cursor remembers (``[[offset, reason], ...]``);
+    a hand-edited entry that is not one is ignored."""
+    if not isinstance(remembered, list):
+        return []
+    found = {
+        item[0]
+        for item in remembered
+        if isinstance(item, list) and item and isinstance(item[0], int) and item[0] >= 0
+    }
+    return sorted(found)
+
+
 class CodexTranscriptStep(Step):
     name: ClassVar[str] = "codex_transcript"
     Settings = CodexSettings
@@ -214,53 +251,83 @@ class CodexTranscriptStep(Step):
             or not 0 <= offset <= size
         ):
             offset = 0  # another file, or one rewritten shorter: read it all (ids dedupe)
+        remembered = _offsets(cursor.get("unknown")) if offset == cursor.get("offset") else []
+        retried: list[tuple[int, bytes]] = []
         with open(path, "rb") as fh:
+            for start in (o for o in remembered if o < offset):
+                fh.seek(start)
+                line = fh.readline()
+                if line.endswith(b"\n"):  # else the file changed under the cursor
+                    retried.append((start, line[:-1]))
             fh.seek(offset)
             data = fh.read(self.settings.max_read_bytes)
         complete = data[: data.rfind(b"\n") + 1]  # a line still being written waits
         saved = load_transcript(reme, session_id).ids()
         messages: list[dict[str, Any]] = []
+        unknown: list[tuple[int, str]] = []
+        for start, raw in retried:  # a reader that learnt their format saves them now
+            obj = parse_line(raw)
+            reason = unknown_reason(obj)
+            message = to_message(obj, raw) if reason is None else None
+            if message is not None and message["id"] not in saved:
+                messages.append(message)
+                unknown.append((start, "read again"))  # kept until its turn is saved
+            elif reason is not None:
+                unknown.append((start, reason))
         confirmed = position = offset
         cwd = cursor.get("cwd") if isinstance(cursor.get("cwd"), str) else None
-        warning: str | None = None
+        new_unknown = 0
         for raw in complete.split(b"\n")[:-1]:
             start, position = position, position + len(raw) + 1
             if not raw.strip():
                 continue
-            try:
-                obj: Any = json.loads(raw)
-            except ValueError:
-                # A complete line that is not JSON never becomes readable: waiting would stop
-                # the session for good. Its bytes stay in Codex's file.
-                log.warning("codex session %s: skipped a line that is not JSON", session_id)
-                obj = None
-            if obj is not None and classify(obj)[0] == "unknown":
-                warning = (
-                    f"codex session {session_id}: {path.name} byte {start} holds a record this "
-                    f"reme does not know ({describe(obj)})"
-                )
-                if self.settings.unknown_records == "stop":
-                    warning += (
-                        "; stopped before it, it and what follows wait for a reme that knows it"
-                    )
-                    log.warning(warning)
-                    position = start
-                    break
-                warning += "; skipped (unknown_records: skip)"
-                log.warning(warning)
+            obj = parse_line(raw)
+            reason = unknown_reason(obj)
+            if reason is not None:
+                unknown.append((start, reason))
+                new_unknown += start not in remembered
+                continue
             cwd = session_cwd(obj) or cwd
-            message = to_message(obj, raw) if obj is not None else None
+            message = to_message(obj, raw)
             if message is not None and message["id"] not in saved:
                 messages.append(message)
             if not messages:
                 confirmed = position
-        state_out: dict[str, Any] = {"path": str(path), "offset": confirmed}
+        forgotten = max(0, len(unknown) - MAX_UNKNOWN)
+        unknown = unknown[forgotten:]
+        state_out: dict[str, Any] = {
+            "path": str(path),
+            "offset": confirmed,
+            "unknown": [[o, r] for o, r in unknown],
+        }
         if cwd:
             state_out["cwd"] = cwd  # session_meta is read once; later runs still have the hint
         write_state(store, state_out)
-        info: dict[str, Any] = {"file": str(path), "offset": offset, "read_to": position}
-        if warning:
-            info["warning"] = warning
+        at_end = offset + len(data) >= size
+        info: dict[str, Any] = {
+            "file": str(path),
+            "offset": offset,
+            "read_to": position,
+            "partial_bytes": len(data) - len(complete) if at_end else 0,
+        }
+        if unknown:
+            info["unknown_lines"] = {
+                "count": len(unknown),
+                "new": new_unknown,
+                "forgotten": forgotten,
+                "first": unknown[0][0],
+                "reason": unknown[0][1],
+            }
+            if new_unknown:
+                log.warning(
+                    "codex session %s: %d new line(s) of %s in a format this reme does not know "
+                    "(first at byte %d: %s); kept in Codex's file and read again on every capture",
+                    session_id,
+                    new_unknown,
+                    path.name,
+                    unknown[0][0],
+                    unknown[0][1],
+                )
         out: dict[str, Any] = {"session_id": session_id, "messages": messages, "codex": info}
         if cwd and not state.get("hint"):
             prompts = run.prompts("reme_plugins", "auto_memory")

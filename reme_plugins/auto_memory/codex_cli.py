@@ -51,8 +51,8 @@ def capture_command(
                 rows.append({"session_id": session_id, "status": "failed", "error": str(exc)})
                 continue
             row = {k: out.get(k) for k in ("session_id", "status", "note", "added")}
-            warning = (out.get("codex") or {}).get("warning")
-            rows.append(row | ({"warning": warning} if warning else {}))
+            unknown = (out.get("codex") or {}).get("unknown_lines")
+            rows.append(row | ({"unknown_lines": unknown} if unknown else {}))
     emit(rows, as_json, _render)
     if any(row["status"] == "failed" for row in rows):
         click.echo("some sessions failed; their turns wait for the next capture", err=True)
@@ -68,8 +68,12 @@ def _render(rows: list[dict[str, Any]]) -> str:
             str(part) for part in (row.get("note"), _added(row.get("added"))) if part
         )
         lines.append(f"{row['session_id']}  {row['status']}  {detail}".rstrip())
-        if row.get("warning"):
-            lines.append(f"  warning: {row['warning']}")
+        if row.get("unknown_lines"):
+            unknown = row["unknown_lines"]
+            lines.append(
+                f"  {unknown['count']} line(s) in a format this reme does not know (first at "
+                f"byte {unknown['first']}: {unknown['reason']}); read again on every capture"
+            )
     return "\n".join(lines)
 
 

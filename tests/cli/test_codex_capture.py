@@ -43,13 +43,13 @@ def test_all_sessions_are_captured_once(codex: Path, root: Path):
     rows = {row["session_id"]: row for row in json.loads(result.output)}
     assert set(rows) == {SID, OTHER}
     assert rows[SID]["status"] == "unsummarised" and rows[SID]["added"] == 4
-    assert rows[SID]["note"].startswith("daily/2026-12-03/") and "warning" not in rows[SID]
-    assert "type 'conversation_v9'" in rows[OTHER]["warning"]  # its turns before it are saved
+    assert rows[SID]["note"].startswith("daily/2026-12-03/") and "unknown_lines" not in rows[SID]
+    assert "type 'conversation_v9'" in rows[OTHER]["unknown_lines"]["reason"]
     assert (root / "sessions" / f"{OTHER}.jsonl").is_file()
     again = run("codex", "capture", "--all", "-w", str(root))
     assert again.exit_code == 0, again.output
     assert f"{SID}  unchanged" in again.output and "(+" not in again.output
-    assert "warning: codex session 0c0ffee0" in again.output
+    assert "1 line(s) in a format this reme does not know" in again.output
 
 
 def test_a_missing_session_fails_and_the_others_still_run(codex: Path, root: Path):

@@ -267,3 +267,16 @@ def test_the_previous_notify_program_still_runs_with_the_same_argument(served: S
     while not (out.is_file() and out.read_text(encoding="utf-8")) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert out.read_text(encoding="utf-8") == payload
+
+
+def test_an_unknown_rollout_line_is_named_in_the_log(served: Served):
+    sid = new_session(served)
+    rollout = (served.codex / ROLLOUT).with_name(f"rollout-2026-12-03T19-00-00-{sid}.jsonl")
+    with open(rollout, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"timestamp": "2026-12-03T19:00:00Z", "type": "v9", "payload": {}}))
+        fh.write("\n")
+    log = run_notify(served, notification(sid), "--url", served.url, token=served.write)
+    (line,) = log_lines(log)
+    assert f"{sid}: unsummarised daily/" in line, line  # the known turns are saved
+    assert "1 line(s) of the rollout in a format this reme does not know" in line, line
+    assert "type 'v9'" in line and len(saved(served, sid)) == 4

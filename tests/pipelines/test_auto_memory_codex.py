@@ -21,6 +21,7 @@ from reme_core.pipelines.engine import PipelineError
 from reme_core.runtime import Reme
 from reme_core.workspace import parse_frontmatter
 from reme_core.workspace.wikilinks import LinkResolver
+from reme_plugins.auto_memory import codex as codex_module
 from reme_plugins.auto_memory.codex import block_text, classify, find_rollout, rollouts, to_message
 from tests.fake_llm import plugins_with
 
@@ -141,6 +142,7 @@ def test_reading_is_incremental_and_waits_for_a_partial_line(open_ws, rollout: P
     assert second["codex"]["offset"] == size  # only the new bytes are read
     assert [m["content"] for m in second["messages"]] == ["also check the annex"]
     assert second["status"] == "updated" and second["turns"] == 1
+    assert second["codex"]["partial_bytes"] == 50  # the half-written line, left for later
     append(rollout, half[50:] + "\n")
     third = reme.run("auto_memory_codex", {"session_id": SID}).outputs
     assert [m["content"] for m in third["messages"]] == ["and then the door"]
@@ -160,37 +162,58 @@ def test_a_failed_run_loses_no_codex_lines(open_ws):
     assert len(saved(reme)) == 4
 
 
-def test_an_unknown_record_stops_the_read_and_loses_nothing(open_ws, rollout: Path, caplog):
+def test_an_unknown_record_is_kept_and_read_again_until_it_is_known(
+    open_ws, rollout: Path, caplog, monkeypatch
+):
+    inside = message("user", "inside the new record", 41)
     append(
         rollout,
         message("user", "before the new record", 40),
-        {"timestamp": "2026-12-03T18:41:00.000Z", "type": "conversation_v9", "payload": {}},
+        {**inside, "type": "conversation_v9"},  # a newer Codex's envelope
         message("user", "after the new record", 42),
     )
     reme = open_ws(None)
     with caplog.at_level(logging.WARNING, logger="reme.auto_memory.codex"):
         out = reme.run("auto_memory_codex", {"session_id": SID}).outputs
-    warning = out["codex"]["warning"]
-    assert "type 'conversation_v9'" in warning and "stopped before it" in warning
-    assert [r.getMessage() for r in caplog.records] == [warning]  # one line in the log
+    unknown = out["codex"]["unknown_lines"]
+    assert unknown["count"] == 1 and unknown["new"] == 1
+    assert unknown["reason"].startswith("type 'conversation_v9'")
+    assert "inside the new record" not in unknown["reason"]  # the shape, never the content
+    (logged,) = [r.getMessage() for r in caplog.records]  # one line in the log
+    assert "1 new line(s)" in logged and "read again on every capture" in logged
     contents = [t["content"] for t in saved(reme)]
-    assert contents[-1] == "before the new record" and "after the new record" not in contents
-    # It still waits on the next run; a reme told to skip it (or one that knows it) goes on.
-    assert (
-        "stopped before it"
-        in reme.run("auto_memory_codex", {"session_id": SID}).outputs["codex"]["warning"]
-    )
-    reme.close()
-    skipping = open_ws(None, unknown_records="skip")
-    out = skipping.run("auto_memory_codex", {"session_id": SID}).outputs
-    assert "skipped" in out["codex"]["warning"]
-    assert [t["content"] for t in saved(skipping)][-1] == "after the new record"
+    assert contents[-2:] == ["before the new record", "after the new record"]
+    # The next run reads it again, quietly; a reader that knows the format then saves it.
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="reme.auto_memory.codex"):
+        again = reme.run("auto_memory_codex", {"session_id": SID}).outputs["codex"]
+    assert again["unknown_lines"]["new"] == 0 and caplog.records == []
+    original = codex_module.classify
 
+    def knows_v9(obj):
+        if isinstance(obj, dict) and obj.get("type") == "conversation_v9":
+            return "item", obj["payload"]
+        return original(obj)
 
-def test_a_line_that_is_not_json_is_skipped(open_ws, rollout: Path):
-    append(rollout, "{not json\n", message("user", "still here", 50))
-    reme = open_ws(None)
+    monkeypatch.setattr(codex_module, "classify", knows_v9)
     reme.run("auto_memory_codex", {"session_id": SID})
+    assert [t["content"] for t in saved(reme)][-1] == "inside the new record"
+    last = reme.run("auto_memory_codex", {"session_id": SID}).outputs["codex"]
+    assert "unknown_lines" not in last and len(saved(reme)) == 7
+
+
+def test_a_line_that_is_not_json_or_of_another_shape_is_reported(open_ws, rollout: Path):
+    odd = message("user", "x", 51)
+    odd["payload"]["content"] = {"text": "an object, not blocks"}
+    append(rollout, "{not json\n", json.dumps(odd) + "\n", message("user", "still here", 52))
+    reme = open_ws(None)
+    out = reme.run("auto_memory_codex", {"session_id": SID}).outputs["codex"]
+    assert out["unknown_lines"]["count"] == 2 and out["unknown_lines"]["reason"] == "not JSON"
+    state = json.loads((reme.state_dir / "auto_memory" / "codex" / f"{SID}.json").read_text())
+    assert [r for _, r in state["unknown"]] == [
+        "not JSON",
+        "a message whose content is a JSON dict",
+    ]
     assert saved(reme)[-1]["content"] == "still here"
 
 
@@ -213,7 +236,7 @@ def test_the_older_bare_format_is_read(open_ws, codex: Path):
     reme = open_ws(None)
     out = reme.run("auto_memory_codex", {"session_id": sid}).outputs
     assert [m["content"] for m in out["messages"]] == ["hi", "yo"]
-    assert "warning" not in out["codex"]
+    assert "unknown_lines" not in out["codex"]
 
 
 def test_codex_home_env_is_the_default(open_ws, codex: Path, monkeypatch):
