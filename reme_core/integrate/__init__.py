@@ -20,6 +20,7 @@ from reme_core.integrate.config_files import Op
 HOSTS: dict[str, str] = {
     "claude-code": "reme_core.integrate.claude_code",
     "codex": "reme_core.integrate.codex",
+    "hermes": "reme_core.integrate.hermes",
 }
 """host name -> the module whose ``HOST`` connects it."""
 

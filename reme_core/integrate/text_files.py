@@ -19,6 +19,7 @@ from typing import Any
 
 from reme_core.errors import ConfigError
 from reme_core.integrate.config_files import MISSING, Change, JsonFile, Op
+from reme_core.integrate.yaml_files import WholeFile, YamlFile
 
 _BARE = re.compile(r"[A-Za-z0-9_-]+")
 _HEADER = re.compile(r"\s*\[")
@@ -258,9 +259,14 @@ def _env_values(text: str) -> dict[str, Any]:
 
 
 def load_config(path: Path) -> JsonFile:
-    """``path`` with the editor for its format: TOML (``.toml``), dotenv (``.env``), else JSON."""
+    """``path`` with the editor for its format: TOML (``.toml``), dotenv (``.env``), YAML
+    (``.yaml``), a whole file reme owns (``.py``), else JSON."""
     if path.suffix == ".toml":
         return TomlFile.load(path)
     if path.name == ".env":
         return EnvFile.load(path)
+    if path.suffix in (".yaml", ".yml"):
+        return YamlFile.load(path)
+    if path.suffix == ".py":
+        return WholeFile.load(path)
     return JsonFile.load(path)

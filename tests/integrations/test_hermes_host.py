@@ -345,3 +345,27 @@ def test_embedded_mode_recalls_and_captures_in_hermes_process(
     assert [t["content"] for t in saved][:1] == [QUESTION], (saved, run.context)
     found = daily_note(workspace, f"hermes-{run.session_id}")
     assert found and found[0]["source"] == f"[[sessions/hermes-{run.session_id}.jsonl]]"
+
+
+def test_reme_integrate_hermes_connects_the_real_hermes(hermes: Hermes, served: Served) -> None:
+    """``reme integrate hermes`` alone (plugin folder, config.yaml, reme.json, the token in
+    .env): Hermes loads what it wrote, takes the token from its .env, recalls and captures."""
+    home = served.tmp / "integrate" / "hermes"
+    env = clean_env(HERMES_HOME=str(home), HOME=str(home.parent))
+    command = [*hosts.reme_command(), "integrate", "hermes", "-w", str(served.workspace)]
+    done = subprocess.run(
+        [*command, "--json"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout)["status"] == "connected"
+    run = ask(hermes, home)  # no REME_TOKEN here: Hermes reads it from $HERMES_HOME/.env
+    assert TOKEN_OF_FACT in run.stdout, run.context
+    assert run.script.tool_outputs() and TOKEN_OF_FACT in run.script.tool_outputs()[-1]
+    assert run.session_id and transcript(served.workspace, run.session_id), run.context
+    removed = subprocess.run(
+        [*command, "--remove", "--json"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert removed.returncode == 0, removed.stdout + removed.stderr
+    config = yaml.safe_load((home / "config.yaml").read_text(encoding="utf-8"))
+    assert "provider" not in (config.get("memory") or {}), config  # the test's model entry stays
+    assert not (home / "plugins" / "reme" / "__init__.py").exists()

@@ -1,0 +1,137 @@
+"""`reme integrate hermes`: writes the reme plugin folder into $HERMES_HOME/plugins/reme/, selects
+it in config.yaml (kept as it was elsewhere, comments included), points it at the server in
+reme.json and puts a write token in .env; a rerun or a dry run changes nothing, and `--remove`
+puts every file back exactly and revokes the token. That the real Hermes loads what this writes
+is tests/integrations/test_hermes_host.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from ruamel.yaml import YAML
+
+from reme_core.cli import cli
+from reme_core.integrate.hermes import PACKAGE_DIR
+from reme_core.server.auth import TokenStore
+
+CONFIG = """\
+# my hermes settings
+model:
+  provider: custom   # my local model
+  default: qwen3
+memory:
+  provider: honcho
+  memory_enabled: true
+"""
+"""A config.yaml a user had: comments, another memory provider selected."""
+
+
+@pytest.fixture
+def hermes_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    folder = tmp_path / "hermes_home"
+    monkeypatch.setenv("HERMES_HOME", str(folder))
+    for name in ("REME_TOKEN", "REME_WORKSPACE", "REME_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    return folder
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, hermes_home: Path) -> Path:
+    root = tmp_path / "ws"
+    assert run("init", str(root)).exit_code == 0
+    TokenStore(root / ".reme").ensure_local_token()  # what `reme serve` does on its first start
+    return root
+
+
+def run(*args: str) -> Result:
+    result = CliRunner().invoke(cli, list(args))
+    assert "Traceback" not in result.output, result.output
+    return result
+
+
+def integrate(workspace: Path, *args: str) -> dict:
+    result = run("integrate", "hermes", "-w", str(workspace), "--json", *args)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+
+
+def test_connect_writes_the_plugin_settings_provider_and_a_write_token(
+    hermes_home: Path, workspace: Path
+) -> None:
+    hermes_home.mkdir()
+    (hermes_home / "config.yaml").write_text(CONFIG, "utf-8")
+    report = integrate(workspace)
+    assert report["status"] == "connected" and report["profile"] == "write"
+    text = (hermes_home / "config.yaml").read_text("utf-8")
+    assert text == CONFIG.replace("provider: honcho", "provider: reme")  # the rest as it was
+    plugin = hermes_home / "plugins" / "reme"
+    init = (plugin / "__init__.py").read_text("utf-8")
+    assert "MemoryProvider" in init  # what Hermes' loader looks for in a plugin folder
+    assert f"sys.path.insert(0, {str(PACKAGE_DIR)!r})" in init
+    compile(init, str(plugin / "__init__.py"), "exec")
+    manifest = YAML(typ="safe").load((plugin / "plugin.yaml").read_text("utf-8"))
+    assert manifest["name"] == "reme" and manifest["kind"] == "exclusive"
+    assert json.loads((hermes_home / "reme.json").read_text("utf-8")) == {
+        "mode": "http",
+        "url": "http://127.0.0.1:2333",
+        "workspace": str(workspace),
+    }
+    env = hermes_home / ".env"
+    assert env.stat().st_mode & 0o777 == 0o600
+    (line,) = env.read_text("utf-8").splitlines()
+    secret = line.removeprefix("REME_TOKEN=")
+    principal = TokenStore(workspace / ".reme").verify(secret)
+    assert principal is not None and principal.profile == "write"
+    assert principal.token_id == report["token"]
+    admin = (workspace / ".reme/token").read_text("utf-8").strip()
+    assert all(admin not in p.read_text("utf-8") for p in hermes_home.rglob("*") if p.is_file())
+    old = next(c["old"] for c in report["changes"] if c["key"] == "memory.provider")
+    assert old == "honcho"  # the provider it replaced is printed
+    assert secret not in json.dumps(report)
+
+
+def test_rerun_and_dry_run_change_nothing(hermes_home: Path, workspace: Path) -> None:
+    dry = integrate(workspace, "--dry-run")
+    assert dry["status"] == "would connect" and not hermes_home.exists()
+    first = integrate(workspace)
+    before = snapshot(hermes_home)
+    again = integrate(workspace)
+    assert again["status"] == "already connected" and again["changes"] == []
+    assert again["token"] == first["token"] and snapshot(hermes_home) == before
+
+
+def test_remove_restores_byte_for_byte_and_revokes_the_token(
+    hermes_home: Path, workspace: Path
+) -> None:
+    hermes_home.mkdir()
+    (hermes_home / "config.yaml").write_text(CONFIG, "utf-8")
+    before = snapshot(hermes_home)
+    report = integrate(workspace)
+    assert integrate(workspace, "--remove")["status"] == "removed"
+    assert snapshot(hermes_home) == before  # config.yaml as it was; reme's files gone
+    assert report["token"] not in {t.id for t in TokenStore(workspace / ".reme").list_tokens()}
+
+
+def test_a_config_it_cannot_read_is_refused_and_nothing_changes(
+    hermes_home: Path, workspace: Path
+) -> None:
+    hermes_home.mkdir()
+    (hermes_home / "config.yaml").write_text("model: [unclosed\n", "utf-8")
+    before = snapshot(hermes_home)
+    result = run("integrate", "hermes", "-w", str(workspace))
+    assert result.exit_code != 0 and "is not valid YAML" in result.output
+    assert snapshot(hermes_home) == before
