@@ -47,10 +47,13 @@ def pinned_version(folder: Path, package: str) -> str:
     return manifest["devDependencies"][package]
 
 
-def npm_install(folder: Path, package: str, name: str) -> tuple[Path, str]:
+def npm_install(
+    folder: Path, package: str, name: str, env: Mapping[str, str] | None = None
+) -> tuple[Path, str]:
     """``(install folder, version)`` of the host pinned in ``folder``, installed with ``npm ci``
     into ``$XDG_CACHE_HOME/reme/hosts/<name>-<version>`` (else ``~/.cache/...``); reinstalled only
-    when the lock file changed."""
+    when the lock file changed. ``env``: npm's environment, when not this one (a PATH that puts a
+    newer node first, for a host whose install scripts refuse this machine's)."""
     missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
     if missing:
         reason = f"{' and '.join(missing)} not found: the real {name} host cannot be installed"
@@ -75,6 +78,7 @@ def npm_install(folder: Path, package: str, name: str) -> tuple[Path, str]:
             capture_output=True,
             text=True,
             timeout=INSTALL_TIMEOUT_S,
+            env=None if env is None else dict(env),
         )
         assert done.returncode == 0, f"npm ci failed:\n{done.stdout}\n{done.stderr}"
     return home, version
