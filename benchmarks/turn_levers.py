@@ -11,6 +11,8 @@ weight 0.25), all on the same cached arm rankings (benchmarks/turn_sets.py):
   mixed: the keyword arm on one variant, the vector arm on another (``kw plain / vec prev``:
   the previous turn only in what is embedded). Sets that are not conversations have no previous
   turn: there ``prev`` is ``plain`` and ``header+prev`` is ``header``.
+- note scores (LongMemEval sessions, the synthetic sets: notes of several chunks): a note ranked
+  by its best chunk plus a share of its second best, instead of its best chunk alone.
 - dates: the question's date phrases resolved against ``as_of`` (reme_core.search.dates, the
   code the search runs with ``search.date_boost``), fused scores moved toward notes dated in the
   span by a weight, with ``slack`` days of linear fall-off around it.
@@ -56,11 +58,14 @@ class Config:
     weight: float = WEIGHT
     date_weight: float = 0.0
     slack: int = 0
+    aggregate: float = 0.0
+    """Note-level scores from chunks: a note scores its best chunk plus this share of its second
+    best (0: its best chunk alone, how units are ranked today)."""
 
 
 def _set_variant(name: str, variant: str) -> str:
     """The variant a set has: notes that are not turns have no previous turn to quote."""
-    if name.split("-")[0] in ("synthetic", "entities") or name == "lme-turns":
+    if name.split("-")[0] in ("synthetic", "entities", "lme"):
         return "header" if variant.startswith("header") else "plain"
     return variant
 
@@ -88,7 +93,27 @@ def ranking(config: Config, kw_row: Row, vec_row: Row) -> list[str]:
             return dt.date.fromisoformat(day) if day else None
 
         scored = date_boost(scored, spans, date_of, config.date_weight, config.slack)
+    if config.aggregate > 0:
+        scored = _aggregate(scored, {**vec_row["owner"], **kw_row["owner"]}, config.aggregate)
     return [c for c, _ in scored]
+
+
+def _aggregate(
+    scored: list[tuple[str, float]], owner: dict, share: float
+) -> list[tuple[str, float]]:
+    """One chunk per unit (its best), ordered by best + ``share`` x second best."""
+    best: dict[str, tuple[str, float]] = {}
+    second: dict[str, float] = {}
+    for chunk_id, value in scored:
+        unit = owner.get(chunk_id)
+        if unit is None:
+            continue
+        if unit not in best:
+            best[unit] = (chunk_id, value)
+        elif unit not in second:
+            second[unit] = value
+    order = sorted(best, key=lambda u: -(best[u][1] + share * second.get(u, 0.0)))
+    return [best[u] for u in order]
 
 
 def _score(config: Config, kw_row: Row, vec_row: Row, k: int) -> float:
@@ -133,9 +158,14 @@ def configs(date_weights: list[float], slacks: list[int]) -> list[Config]:
         Config("kw header / vec header+prev", "header", "header+prev"),
         Config("kw prev-short / vec prev", "prev-short", "prev"),
     ]
+    for weight in (0.3, 0.35):
+        rows.append(Config(f"plain, convex {weight}", weight=weight))
+        rows.append(Config(f"header / header, convex {weight}", "header", "header", weight=weight))
     for weight in (0.2, 0.3, 0.35):
         rows.append(Config(f"kw header / vec header+prev, convex {weight}", "header",
                            "header+prev", weight=weight))  # fmt: skip
+    for share in (0.25, 0.5):
+        rows.append(Config(f"default, note = best + {share} x second chunk", aggregate=share))
     for weight in date_weights:
         for slack in slacks:
             tail = f"dates w={weight} slack={slack}"
@@ -144,6 +174,13 @@ def configs(date_weights: list[float], slacks: list[int]) -> list[Config]:
                                date_weight=weight, slack=slack))  # fmt: skip
             rows.append(Config(f"kw header / vec header+prev + {tail}", "header", "header+prev",
                                date_weight=weight, slack=slack))  # fmt: skip
+    best = date_weights[0] if date_weights else 0.1
+    slack = slacks[-1] if slacks else 0
+    tail = f"dates w={best} slack={slack}"
+    rows.append(Config(f"header / header, convex 0.35 + {tail}", "header", "header", 0.35, best,
+                       slack))  # fmt: skip
+    rows.append(Config(f"kw header / vec header+prev, convex 0.35 + {tail}", "header",
+                       "header+prev", 0.35, best, slack))  # fmt: skip
     return rows
 
 

@@ -16,8 +16,9 @@ Chunk ids are the same in every variant (same paths, one chunk per note), so one
 keyword ranking fuses with another's vector ranking: that measures "context for the embedder
 only" without an index that keeps two texts per chunk. A row is fusion_sets' row plus ``as_of``
 (the conversation's last day: when its questions are asked) and ``dates`` (unit -> ISO day).
-LongMemEval turns (``lme-turns``: one note per user turn, as benchmarks/fusion.py writes them)
-come as ``plain`` and ``header`` only; their ``as_of`` is the item's ``question_date``. So do the
+LongMemEval turns and sessions (``lme-turns``: one note per user turn, as benchmarks/fusion.py
+writes them; ``lme-sessions``: one per session, as benchmarks/longmemeval.py) come as ``plain``
+and ``header`` only; their ``as_of`` is the item's ``question_date``. So do the
 synthetic workspace and the planted-entity set (``synthetic-keyword``, ``entities-paraphrase``,
 ...: notes that are not turns, so no previous turn; ``as_of`` is their latest note's day): the
 header lever is a chunker setting and reaches every dated note, not only conversations.
@@ -142,9 +143,10 @@ def _synthetic(name: str, variant: str, embedding: str, notes: int) -> dict[str,
     return out
 
 
-def _lme_turns(variant: str, embedding: str, limit: int | None) -> list[Row]:
+def _lme(variant: str, embedding: str, limit: int | None, sessions: bool) -> list[Row]:
+    """LongMemEval_S dev: one note per user turn, or (``sessions``) per session."""
     from fusion import write_turns
-    from longmemeval import load, skipped
+    from longmemeval import load, skipped, write_sessions
 
     path = DATA / "longmemeval" / "longmemeval_s_dev50.json.gz"
     rows: list[Row] = []
@@ -153,7 +155,10 @@ def _lme_turns(variant: str, embedding: str, limit: int | None) -> list[Row]:
     for number, item in enumerate(items, start=1):
         work = Path(tempfile.mkdtemp(prefix="reme-turns-lme-"))
         try:
-            units, answers = write_turns(item, work)
+            if sessions:
+                units, answers = write_sessions(item, work), set(item["answer_session_ids"])
+            else:
+                units, answers = write_turns(item, work)
             if not answers:
                 continue
             days = dict(zip(item["haystack_session_ids"], item["haystack_dates"], strict=True))
@@ -170,7 +175,7 @@ def _lme_turns(variant: str, embedding: str, limit: int | None) -> list[Row]:
         finally:
             shutil.rmtree(work, ignore_errors=True)
         if number % 10 == 0:
-            print(f"  lme-turns {number}/{len(items)} ({time.perf_counter() - started:.0f} s)")
+            print(f"  LongMemEval {number}/{len(items)} ({time.perf_counter() - started:.0f} s)")
     return rows
 
 
@@ -199,7 +204,7 @@ def load_variant(
                     json.dumps(rows), "utf-8"
                 )
         return json.loads(file.read_text("utf-8"))
-    suffix = f".limit{lme_limit}" if name == "lme-turns" and lme_limit else ""
+    suffix = f".limit{lme_limit}" if name.startswith("lme-") and lme_limit else ""
     file = cache / f"{name}.{variant}{suffix}.{embedding}.json"
     if file.is_file():
         return json.loads(file.read_text("utf-8"))
@@ -211,10 +216,10 @@ def load_variant(
         )
     elif name == "realtalk":
         rows = _conversations(list(conversations.realtalk(DATA / "realtalk")), variant, embedding)
-    elif name == "lme-turns":
+    elif name in ("lme-turns", "lme-sessions"):
         if variant not in ("plain", "header"):
-            raise ValueError("lme-turns comes as plain or header only")
-        rows = _lme_turns(variant, embedding, lme_limit)
+            raise ValueError(f"{name} comes as plain or header only")
+        rows = _lme(variant, embedding, lme_limit, sessions=name == "lme-sessions")
     else:
         raise ValueError(f"unknown conversation set {name!r}")
     file.write_text(json.dumps(rows), "utf-8")
