@@ -21,6 +21,7 @@ HOSTS: dict[str, str] = {
     "claude-code": "reme_core.integrate.claude_code",
     "codex": "reme_core.integrate.codex",
     "hermes": "reme_core.integrate.hermes",
+    "openclaw": "reme_core.integrate.openclaw",
 }
 """host name -> the module whose ``HOST`` connects it."""
 

@@ -188,17 +188,19 @@ class Run:
 def run_agent(
     host: OpenClaw,
     state: Path,
-    settings: dict[str, Any],
+    settings: dict[str, Any] | None,
     session_id: str,
     message: str,
     env_extra: dict[str, str],
     timeout: float,
 ) -> Run:
     """``openclaw agent --local --session-id ID --message MSG --json`` with ``state`` as its
-    state dir and home (so nothing is read from or written to the user's ~/.openclaw)."""
+    state dir and home (so nothing is read from or written to the user's ~/.openclaw), and
+    ``settings`` as its openclaw.json (None: the file there as it is)."""
     state.mkdir(parents=True, exist_ok=True)
     config_path = state / "openclaw.json"
-    config_path.write_text(json.dumps(settings, indent=2), encoding="utf-8")
+    if settings is not None:
+        config_path.write_text(json.dumps(settings, indent=2), encoding="utf-8")
     env = hosts.clean_env(
         ("OPENCLAW_", "OPENAI_", "ANTHROPIC_"),
         HOME=str(state.parent),

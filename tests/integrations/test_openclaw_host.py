@@ -249,3 +249,41 @@ def test_openclaw_with_a_read_only_token_recalls_and_keeps_the_turns(
     spooled = tmp_path / ".openclaw" / "reme-spool" / "openclaw-read-1.json"
     assert json.loads(spooled.read_text())["messages"][0]["content"] == QUESTION
     assert not transcript(served, "read-1")
+
+
+def test_reme_integrate_openclaw_connects_the_real_host(
+    openclaw: OpenClaw, served: Served, tmp_path: Path
+) -> None:
+    """`reme integrate openclaw` alone connects a user's OpenClaw (whose config names only its
+    model): OpenClaw's validator accepts what it wrote, loads the plugin, and takes the token from
+    the .env it wrote, with no token in OpenClaw's environment."""
+    state = tmp_path / ".openclaw"
+    script = Script(tool=TOOL, arguments={"query": "larkspur kiln key"})
+    with ScriptedServer(script) as model:
+        settings = openclaw_host.config(model.url, openclaw.plugin, tmp_path / "agent", {})
+        del settings["plugins"]  # what the user had: a model, no reme
+        state.mkdir()
+        (state / "openclaw.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
+        done = subprocess.run(
+            [*hosts.reme_command(), "integrate", "openclaw", "-w", str(served.workspace), "--json"],
+            env=hosts.clean_env(
+                ("OPENCLAW_",),
+                HOME=str(tmp_path),
+                OPENCLAW_STATE_DIR=str(state),
+                REME_OPENCLAW_PLUGIN=str(openclaw.plugin),
+            ),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert json.loads(done.stdout)["status"] == "connected"
+        assert "REME_TOKEN=" in (state / ".env").read_text(encoding="utf-8")
+        run = openclaw_host.run_agent(
+            openclaw, state, None, "integrated-1", QUESTION, {}, RUN_TIMEOUT_S
+        )
+    assert run.returncode == 0, run.context()
+    assert TOOL in script.offered_tools(), run.context()
+    assert TOKEN_OF_FACT in run.answer(), run.context()
+    assert not run.reme_lines(), run.context()
+    assert transcript(served, "integrated-1"), run.context()
