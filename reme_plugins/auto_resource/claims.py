@@ -29,6 +29,8 @@ class Claim:
     resource_hash: str | None
     status: str
     archived_reason: str | None
+    summarised: bool | None = None
+    """False on an image note written without a vision model: a run with one completes it."""
 
     @property
     def archived_by_us(self) -> bool:
@@ -71,6 +73,7 @@ def find_claims(catalog: Catalog) -> dict[str, Claim]:
             resource_hash=str(fm["resource_hash"]) if fm.get("resource_hash") else None,
             status=summary.status,
             archived_reason=fm.get("archived_reason"),
+            summarised=fm["summarised"] if isinstance(fm.get("summarised"), bool) else None,
         )
         held = claims.get(source)
         if held is None or (held.status != "active" and claim.status == "active"):

@@ -33,11 +33,18 @@ from reme_core.api import (
 from reme_plugins.auto_resource import note
 from reme_plugins.auto_resource.agentic import AgentNoteRejected, AgentNoteWriter
 from reme_plugins.auto_resource.claims import ARCHIVED_PREFIX, RESOURCE_DIR, Claim, find_claims
+from reme_plugins.auto_resource.image_note import ImageNoteWriter
+from reme_plugins.auto_resource.images import ImageAnswerRejected, is_image
 from reme_plugins.auto_resource.readers import ResourceSkipped, read_resource
 from reme_plugins.auto_resource.summarise import Summariser
 
 if TYPE_CHECKING:
     from reme_core.api import PipelineRun
+
+NO_MODEL = (
+    "auto_resource needs a model for this file: set components.llm (or pipelines.auto_resource.llm)"
+)
+"""Why a text file waits when no model is configured (images are noted without one)."""
 
 Action = Literal["created", "updated", "renamed", "restored", "archived"]
 
@@ -75,6 +82,8 @@ class Limits:
     lock_timeout_seconds: float
     mode: Literal["structured", "agentic"] = "structured"
     agent_max_turns: int = 12
+    vision: bool = False
+    max_image_pixels: int = 40_000_000
 
 
 class Reconciler:
@@ -87,6 +96,9 @@ class Reconciler:
         self.limits = limits
         self.prompts = run.prompts("reme_plugins", "auto_resource")
         self.outcome = Outcome()
+        self.images = ImageNoteWriter(self.prompts, limits.max_image_pixels, limits.max_key_points)
+        # Only a model the config marks as reading images is sent one.
+        self.sees_images = llm is not None and limits.vision
         self._repointed: set[str] = set()
         """Notes a rename moved onto another file this run: their old file is not deleted."""
 
@@ -138,7 +150,7 @@ class Reconciler:
             self._skip(rel, f"cannot read the file: {exc.strerror or exc}")
             return
         digest = content_hash(data)
-        if claim is not None and claim.resource_hash == digest and not claim.archived_by_us:
+        if claim is not None and self._current(claim, digest) and not claim.archived_by_us:
             self.outcome.unchanged += 1  # the common case decides without a lock or a read
             return
         try:
@@ -152,7 +164,7 @@ class Reconciler:
     def _apply(self, rel: str, data: bytes, digest: str, orphans: dict[str, Claim]) -> None:
         # Decide again under the lock: another run may have written the note meanwhile.
         claim = find_claims(self.reme.catalog).get(rel)
-        if claim is not None and claim.resource_hash == digest:
+        if claim is not None and self._current(claim, digest):
             if claim.archived_by_us:
                 self._restore(rel, claim)
             else:
@@ -173,10 +185,15 @@ class Reconciler:
             except WorkspaceError as exc:
                 self._skip(rel, f"cannot update {claim.note}: {exc}")
                 return
+        if is_image(rel):
+            self._image(rel, data, digest, claim, current)
+            return
+        if self.llm is None:
+            self._pend(rel, NO_MODEL)
+            return
         if self.limits.mode == "agentic":
             self._by_agent(rel, data, digest, claim, current)
             return
-        assert self.llm is not None  # the step requires one in structured mode
         try:
             resource = read_resource(rel, data)
             summariser = Summariser(
@@ -191,6 +208,42 @@ class Reconciler:
             return
         keys = note.owned_keys(summary, rel, digest, resource.kind)
         text = note.body(summary, rel, self.prompts, self.limits.max_key_points)
+        self._save(rel, claim, current, keys, text)
+
+    def _image(
+        self,
+        rel: str,
+        data: bytes,
+        digest: str,
+        claim: Claim | None,
+        current: tuple[str, str] | None,
+    ) -> None:
+        try:
+            info = self.images.inspect(rel, data)
+            if self.sees_images:
+                assert self.llm is not None
+                keys, text = self.images.described(self.llm, rel, data, digest, info)
+            else:
+                keys, text = self.images.unsummarised(rel, digest, info)
+        except ImageAnswerRejected as exc:
+            self._pend(rel, str(exc))
+            return
+        except ResourceSkipped as exc:
+            self._skip(rel, str(exc))
+            return
+        except LlmError as exc:
+            self._pend(rel, f"the model failed, nothing was written: {exc}")
+            return
+        self._save(rel, claim, current, keys, text)
+
+    def _save(
+        self,
+        rel: str,
+        claim: Claim | None,
+        current: tuple[str, str] | None,
+        keys: dict[str, object],
+        text: str,
+    ) -> None:
         if claim is None or current is None:
             self._create(rel, note.new_note(keys, text))
             return
@@ -315,6 +368,13 @@ class Reconciler:
         self.outcome.pending.append(Problem(path=rel, reason=reason))
 
     # -- helpers -----------------------------------------------------------------------------
+
+    def _current(self, claim: Claim, digest: str) -> bool:
+        """The claim's note is up to date with these bytes (an image note written without a
+        vision model is not, once one is configured)."""
+        if claim.resource_hash != digest:
+            return False
+        return not (claim.summarised is False and self.sees_images)
 
     def _read_note(self, path: str) -> tuple[str, str]:
         """The note's text and hash, read from disk (the catalog may lag a hand edit)."""

@@ -5,6 +5,12 @@ Params: ``path`` (one file in ``resource/``); without it the whole of ``resource
 (``{resource, note, action}`` per note written), ``skipped`` and ``pending`` (``{path, reason}``),
 ``unchanged`` (a count) and ``changed`` (note paths written, added to any an earlier step listed,
 for auto_tag).
+
+Images (png, jpeg, webp, gif) go to the pipeline's model as ``image_url`` parts only when the
+step's ``vision`` is on; otherwise, or without any model, they get a note from file name and EXIF
+marked ``summarised: false`` that a later run with vision completes (reme_plugins.auto_resource
+.image_note). Without a model text files wait in ``pending``; a run that could do nothing at all
+is the ConfigError it always was.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from reme_core.api import ComponentSettings, ConfigError, Step, hookimpl
-from reme_plugins.auto_resource.reconcile import Limits, Reconciler, resource_path
+from reme_plugins.auto_resource.reconcile import NO_MODEL, Limits, Reconciler, resource_path
 
 
 class AutoResourceStep(Step):
@@ -40,6 +46,12 @@ class AutoResourceStep(Step):
         configured agent wrapper writes the note itself, confined to that one path, and the
         note is checked before it counts (a file longer than one prompt is skipped)."""
         agent_max_turns: int = Field(default=12, ge=1, le=200)
+        vision: bool = False
+        """The pipeline's model reads images (OpenAI-compatible ``image_url`` parts): png, jpeg,
+        webp and gif files are sent to it and described. Off, or without a model, an image gets
+        a note from its file name and EXIF marked ``summarised: false``, and nothing is sent."""
+        max_image_pixels: int = Field(default=40_000_000, ge=1)
+        """Larger images (width x height) are refused before they are decoded or sent."""
 
     settings: Settings
 
@@ -54,10 +66,14 @@ class AutoResourceStep(Step):
                 )
             llm = run.llm  # a wrapper that brings its own agent (agent_cli) needs none
         else:
-            llm = run.require_llm("auto_resource")
+            # Images are noted without a model; a text file then waits, and a run that could do
+            # nothing at all says why, as before images were read.
+            llm = run.llm
         limits = Limits(**self.settings.model_dump())
         reconciler = Reconciler(run, llm, limits)
         outcome = reconciler.reconcile_one(rel) if rel is not None else reconciler.reconcile_all()
+        if llm is None and not outcome.notes and any(p.reason == NO_MODEL for p in outcome.pending):
+            run.require_llm("auto_resource")
         result = outcome.model_dump(mode="json")
         earlier = [p for p in state.get("changed") or [] if isinstance(p, str)]
         result["changed"] = list(dict.fromkeys([*earlier, *outcome.changed]))
