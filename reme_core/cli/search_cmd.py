@@ -63,8 +63,9 @@ def search_command(
     no_expand: bool,
     no_sync: bool,
 ) -> None:
-    """Hybrid search of the workspace: keyword (BM25) and vector arms fused by reciprocal rank
-    (scores 0..1, 1 = ranked first by every arm that ran); filters are applied inside each arm."""
+    """Hybrid search of the workspace: keyword (BM25) and vector arms fused (search.fusion;
+    scores 0..1, 1 = ranked first by every arm that ran); filters are applied inside each arm.
+    Says when nothing relevant was found (no_match in --json); the hits are listed anyway."""
     with opener() as reme:
         try:
             filters = SearchFilters(
