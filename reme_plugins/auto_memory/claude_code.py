@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from reme_core.api import ComponentSettings, NotFoundError, Step, redact
+from reme_plugins.auto_memory import session_images
 from reme_plugins.auto_memory.cursor import cursor_file, read_state, write_state
 from reme_plugins.auto_memory.request import FLUSH_IDLE, flush_param
 from reme_plugins.auto_memory.transcript import (
@@ -162,8 +163,11 @@ def parse_line(raw: bytes) -> Any:
         return None
 
 
-def to_message(obj: Any, include_sidechains: bool) -> dict[str, Any] | None:
-    """One Claude Code line as an auto_memory message, or None for noise."""
+def to_message(
+    obj: Any, include_sidechains: bool, session_id: str | None = None
+) -> dict[str, Any] | None:
+    """One Claude Code line as an auto_memory message, or None for noise. With ``session_id``,
+    its inline images are named in the text (``[image: [[resource/sessions/...]]]``)."""
     if not isinstance(obj, dict) or obj.get("type") not in ("user", "assistant"):
         return None  # summary, system, file-history-snapshot, ...
     synthetic = ("isMeta", "isCompactSummary", "isVisibleInTranscriptOnly", "isApiErrorMessage")
@@ -177,6 +181,13 @@ def to_message(obj: Any, include_sidechains: bool) -> dict[str, Any] | None:
         return None
     role = message.get("role") if message.get("role") in ("user", "assistant") else obj["type"]
     text = clean_text(block_text(message.get("content")))
+    if session_id is not None:
+        images = session_images.claude_images(message.get("content"))
+        if images:
+            found = session_images.markers(
+                images, session_images.image_paths(session_id, uuid, images)
+            )
+            text = f"{text}\n{found}".strip()
     if not text:
         return None
     text, _ = redact(text)  # the messages are step outputs too: no secret in them
@@ -222,9 +233,10 @@ class ClaudeCodeTranscriptStep(Step):
         messages: list[dict[str, Any]] = []
         unknown: list[tuple[int, str]] = []
         for start, obj, reason in retried:
-            message = to_message(obj, self.settings.include_sidechains)
+            message = to_message(obj, self.settings.include_sidechains, session_id)
             if message is not None and message["id"] not in saved:
                 messages.append(message)
+                _save_images(reme.root, session_id, obj)
                 unknown.append((start, reason or "read again"))  # kept until it is saved
             elif reason is not None:
                 unknown.append((start, reason))
@@ -241,9 +253,10 @@ class ClaudeCodeTranscriptStep(Step):
             if reason is not None:
                 unknown.append((start, reason))
                 new_unknown += start not in seen
-            message = to_message(obj, self.settings.include_sidechains)
+            message = to_message(obj, self.settings.include_sidechains, session_id)
             if message is not None and message["id"] not in saved:
                 messages.append(message)
+                _save_images(reme.root, session_id, obj)
             if not messages:
                 confirmed = position
         forgotten = max(0, len(unknown) - MAX_UNKNOWN)
@@ -274,3 +287,12 @@ class ClaudeCodeTranscriptStep(Step):
             prompts = run.prompts("reme_plugins", "auto_memory")
             out["hint"] = prompts.render("claude_code_hint", cwd=redact(cwd)[0]).strip()
         return out
+
+
+def _save_images(root: Path, session_id: str, obj: dict[str, Any]) -> None:
+    """Keep the inline images of a turn about to be saved (before it is: a crash in between
+    leaves a file and no turn, which the next run's write finds already there)."""
+    images = session_images.claude_images(obj["message"].get("content"))
+    if images:
+        paths = session_images.image_paths(session_id, obj["uuid"], images)
+        session_images.save(root, images, paths)

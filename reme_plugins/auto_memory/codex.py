@@ -36,6 +36,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from reme_core.api import ComponentSettings, NotFoundError, Step, redact
+from reme_plugins.auto_memory import session_images
 from reme_plugins.auto_memory.cursor import cursor_file, read_state, write_state
 from reme_plugins.auto_memory.request import FLUSH_IDLE, flush_param
 from reme_plugins.auto_memory.transcript import (
@@ -155,8 +156,9 @@ def classify(obj: Any) -> tuple[str, dict[str, Any] | None]:
     return "unknown", None
 
 
-def to_message(obj: Any, raw: bytes) -> dict[str, Any] | None:
-    """One known line as an auto_memory message, or None when it holds no turn."""
+def to_message(obj: Any, raw: bytes, session_id: str | None = None) -> dict[str, Any] | None:
+    """One known line as an auto_memory message, or None when it holds no turn. With
+    ``session_id``, its inline images are named in the text (``[image: [[resource/...]]]``)."""
     kind, item = classify(obj)
     if kind != "item" or item is None or item.get("type") != "message":
         return None
@@ -164,11 +166,16 @@ def to_message(obj: Any, raw: bytes) -> dict[str, Any] | None:
     if role not in ("user", "assistant"):
         return None  # developer and system messages are Codex's own instructions
     text = block_text(item.get("content"))
+    turn = f"codex-{hashlib.sha256(raw).hexdigest()[:20]}"
+    if session_id is not None:
+        images = session_images.codex_images(item.get("content"))
+        if images:
+            paths = session_images.image_paths(session_id, turn, images)
+            text = f"{text}\n{session_images.markers(images, paths)}".strip()
     if not text:
         return None
     text, _ = redact(text)  # the messages are step outputs too: no secret in them
-    digest = hashlib.sha256(raw).hexdigest()[:20]
-    out: dict[str, Any] = {"id": f"codex-{digest}", "role": role, "content": text}
+    out: dict[str, Any] = {"id": turn, "role": role, "content": text}
     try:
         stamp = parse_timestamp(obj.get("timestamp"), dt.UTC, "timestamp")  # Codex: UTC
     except AutoMemoryError:
@@ -268,9 +275,10 @@ class CodexTranscriptStep(Step):
         for start, raw in retried:  # a reader that learnt their format saves them now
             obj = parse_line(raw)
             reason = unknown_reason(obj)
-            message = to_message(obj, raw) if reason is None else None
+            message = to_message(obj, raw, session_id) if reason is None else None
             if message is not None and message["id"] not in saved:
                 messages.append(message)
+                _save_images(reme.root, session_id, obj, message["id"])
                 unknown.append((start, "read again"))  # kept until its turn is saved
             elif reason is not None:
                 unknown.append((start, reason))
@@ -288,9 +296,10 @@ class CodexTranscriptStep(Step):
                 new_unknown += start not in remembered
                 continue
             cwd = session_cwd(obj) or cwd
-            message = to_message(obj, raw)
+            message = to_message(obj, raw, session_id)
             if message is not None and message["id"] not in saved:
                 messages.append(message)
+                _save_images(reme.root, session_id, obj, message["id"])
             if not messages:
                 confirmed = position
         forgotten = max(0, len(unknown) - MAX_UNKNOWN)
@@ -333,3 +342,11 @@ class CodexTranscriptStep(Step):
             prompts = run.prompts("reme_plugins", "auto_memory")
             out["hint"] = prompts.render("codex_hint", cwd=redact(cwd)[0]).strip()
         return out
+
+
+def _save_images(root: Path, session_id: str, obj: Any, turn: str) -> None:
+    """Keep the inline images of a turn about to be saved (see claude_code._save_images)."""
+    _, item = classify(obj)
+    images = session_images.codex_images((item or {}).get("content"))
+    if images:
+        session_images.save(root, images, session_images.image_paths(session_id, turn, images))

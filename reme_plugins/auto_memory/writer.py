@@ -27,6 +27,7 @@ from reme_plugins.auto_memory.draft import CheckedFact, NoteDraft, check_draft
 from reme_plugins.auto_memory.note import Labels, NoteBody, NoteState, read_note
 from reme_plugins.auto_memory.prompt import Context, PromptBuilder
 from reme_plugins.auto_memory.request import AutoMemoryRequest, AutoMemorySettings
+from reme_plugins.auto_memory.session_images import image_items
 from reme_plugins.auto_memory.transcript import (
     AutoMemoryError,
     Entry,
@@ -234,7 +235,7 @@ class SessionWriter:
         body.set_facts(self._merge_facts(existing, checked.facts))
         timeline = [
             notes.timeline_item(text, e, self.source, self.tz) for e, text in checked.timeline
-        ]
+        ] + image_items(batch, self.source, self.tz)  # every image, linked to its turn
         body.append("timeline", timeline)
         if state is None:
             path = notes.new_note_path(
