@@ -23,6 +23,7 @@ from reme_plugins.auto_resource.images import (
     vision_messages,
 )
 from reme_plugins.auto_resource.note import link, provenance_keys
+from reme_plugins.auto_resource.session_context import TurnContext
 
 KIND = "image"
 
@@ -58,11 +59,21 @@ class ImageNoteWriter:
         return inspect(rel, data, self.max_pixels)
 
     def described(
-        self, llm: Llm, rel: str, data: bytes, digest: str, info: ImageInfo
+        self,
+        llm: Llm,
+        rel: str,
+        data: bytes,
+        digest: str,
+        info: ImageInfo,
+        context: TurnContext | None = None,
     ) -> tuple[dict[str, Any], str]:
         """Ask ``llm`` (vision-capable) about the image; raises LlmError or ImageAnswerRejected."""
         values = self._values(rel, digest, info)
-        user = self.prompts.render("image_user", details=self._details(info), **values)
+        details = self._detail_lines(info)
+        if context is not None and context.text:
+            said = " ".join(context.text.split())
+            details.append(self._label("image_context_line", role=context.role, text=said))
+        user = self.prompts.render("image_user", details="\n".join(details), **values)
         messages = vision_messages(self.prompts.render("image_system"), user, data_url(info, data))
         self.calls += 1
         answer = check_answer(llm.structured(messages, ImageDescription), rel, digest)
@@ -74,16 +85,18 @@ class ImageNoteWriter:
         if points:
             lines += [f"## {self._label('key_points_heading')}", ""]
             lines += [f"- {point}" for point in points] + [""]
-        return keys, "\n".join(lines + self._tail(rel, info))
+        return keys, "\n".join(lines + self._tail(rel, info, context))
 
-    def unsummarised(self, rel: str, digest: str, info: ImageInfo) -> tuple[dict[str, Any], str]:
-        """The note code can write without a model: file name, EXIF, size."""
+    def unsummarised(
+        self, rel: str, digest: str, info: ImageInfo, context: TurnContext | None = None
+    ) -> tuple[dict[str, Any], str]:
+        """The note code can write without a model: file name, EXIF, size, the session turn."""
         values = self._values(rel, digest, info)
         name = _title(rel)
         description = self._label("image_unsummarised_description", **values)
         keys = image_keys(name, description, rel, digest, info, summarised=False)
         lines = [f"# {name}", "", description, "", self._label("image_unsummarised_body"), ""]
-        return keys, "\n".join(lines + self._tail(rel, info))
+        return keys, "\n".join(lines + self._tail(rel, info, context))
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -96,9 +109,6 @@ class ImageNoteWriter:
             "size": info.size,
         }
 
-    def _details(self, info: ImageInfo) -> str:
-        return "\n".join(self._detail_lines(info))
-
     def _detail_lines(self, info: ImageInfo) -> list[str]:
         lines = [self._label("image_size_line", format=info.format.upper(), size=info.size)]
         if info.taken:
@@ -107,8 +117,14 @@ class ImageNoteWriter:
             lines.append(self._label("image_place_line", place=info.place))
         return lines
 
-    def _tail(self, rel: str, info: ImageInfo) -> list[str]:
-        lines = [f"## {self._label('image_details_heading')}", ""]
+    def _tail(self, rel: str, info: ImageInfo, context: TurnContext | None) -> list[str]:
+        lines: list[str] = []
+        if context is not None:
+            lines += [f"## {self._label('image_session_heading')}", ""]
+            if context.text:
+                lines += [f"> {line}".rstrip() for line in context.text.splitlines()] + [""]
+            lines += [self._label("image_turn_line", link=context.link), ""]
+        lines += [f"## {self._label('image_details_heading')}", ""]
         lines += [f"- {line}" for line in self._detail_lines(info)] + [""]
         lines += [f"!{link(rel)}", "", self._label("source_line", link=link(rel)), ""]
         return lines

@@ -36,6 +36,7 @@ from reme_plugins.auto_resource.claims import ARCHIVED_PREFIX, RESOURCE_DIR, Cla
 from reme_plugins.auto_resource.image_note import ImageNoteWriter
 from reme_plugins.auto_resource.images import ImageAnswerRejected, is_image
 from reme_plugins.auto_resource.readers import ResourceSkipped, read_resource
+from reme_plugins.auto_resource.session_context import turn_context
 from reme_plugins.auto_resource.summarise import Summariser
 
 if TYPE_CHECKING:
@@ -220,11 +221,12 @@ class Reconciler:
     ) -> None:
         try:
             info = self.images.inspect(rel, data)
+            context = turn_context(self.reme.root, rel)
             if self.sees_images:
                 assert self.llm is not None
-                keys, text = self.images.described(self.llm, rel, data, digest, info)
+                keys, text = self.images.described(self.llm, rel, data, digest, info, context)
             else:
-                keys, text = self.images.unsummarised(rel, digest, info)
+                keys, text = self.images.unsummarised(rel, digest, info, context)
         except ImageAnswerRejected as exc:
             self._pend(rel, str(exc))
             return

@@ -337,3 +337,21 @@ def test_an_image_dropped_in_the_inbox_becomes_a_searchable_note(root: Path, tmp
         found = CliRunner().invoke(cli, ["search", query, *common, "--json"], env=KEYWORD_ONLY_ENV)
         assert found.exit_code == 0, found.output
         assert done["note"] in [h["path"] for h in json.loads(found.output)["hits"]], query
+
+
+def test_a_session_image_is_described_with_what_was_said_with_it(reme: Reme, root: Path):
+    write(root, "resource/sessions/s1/t1-1.png", png())
+    turn = {
+        "id": "t1",
+        "role": "user",
+        "content": "our new logo?\n[image: [[resource/sessions/s1/t1-1.png]]]",
+    }
+    other = {"id": "t0", "role": "user", "content": "hello"}
+    write(root, "sessions/s1.jsonl", (json.dumps(other) + "\n" + json.dumps(turn) + "\n").encode())
+    [done] = reme.run("auto_resource").outputs["notes"]
+    assert isinstance(reme.llm, VisionLlm)
+    prompt = reme.llm.calls[0][1][1]["content"][0]["text"]
+    assert "Said with it in the session (user): our new logo?" in prompt
+    assert "[image:" not in prompt
+    body = note_of(root, done["note"]).body
+    assert "> our new logo?" in body and "Turn: [[sessions/s1.jsonl#L2]]" in body

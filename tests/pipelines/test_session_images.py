@@ -115,12 +115,18 @@ def test_claude_code_images_are_saved_and_the_daily_note_links_them_to_the_turn(
 def test_a_saved_image_becomes_a_resource_note_without_a_model(
     open_ws: Callable[..., Reme], claude: Path
 ):
-    write_session(claude, line("u1", "user", [{"type": "text", "text": "see"}, image_block(png())]))
+    said = [{"type": "text", "text": "the latency spike on the gateway"}, image_block(png())]
+    write_session(claude, line("u1", "user", said))
     reme = open_ws([NOTE])
     reme.run("auto_memory_cc", {"session_id": SID})
     [done] = reme.run("auto_resource").outputs["notes"]  # no vision: noted, summarised: false
     assert done["resource"] == f"resource/sessions/{SID}/u1-1.png"
-    assert "summarised: false" in (reme.root / done["note"]).read_text(encoding="utf-8")
+    text = (reme.root / done["note"]).read_text(encoding="utf-8")
+    assert "summarised: false" in text
+    # The words said with the image, and a link back to its turn.
+    assert "## From the session\n\n> the latency spike on the gateway\n" in text
+    assert f"Turn: [[sessions/{SID}.jsonl#L1]]" in text
+    assert done["note"] in {h.path for h in reme.search("gateway latency").hits}
 
 
 def test_codex_input_images_are_named_in_the_turn_and_saved(tmp_path: Path):
