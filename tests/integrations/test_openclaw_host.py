@@ -15,7 +15,9 @@ tests check that reme answered the tool with the token, that the answer carries 
 recall put the hit in the prompt, that capture wrote ``sessions/`` and a ``daily/`` note linking
 back, and that a second session of the same conversation adds only its new turns. The faults
 (server down, a wrong token, a read-only token) each give one line in OpenClaw's log, a reply all
-the same, and no lost turn. Without node/npm (or a Node >= 24.16 for this platform) the tests are
+the same, and no lost turn. Last, ``reme integrate openclaw`` alone connects an OpenClaw whose
+config names only its model: OpenClaw accepts what it wrote and takes the token from its .env.
+Without node/npm (or a Node >= 24.16 for this platform) the tests are
 skipped, unless REME_REQUIRE_HOSTS=1 (CI), where they fail.
 """
 
