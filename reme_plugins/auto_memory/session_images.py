@@ -111,7 +111,8 @@ def save(root: Path, images: list[SessionImage], paths: list[str | None]) -> lis
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
         # Written whole or not at all: auto_resource may be reading resource/ at the same time.
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=target.suffix)
+        # A dot name and no image suffix: neither the index nor auto_resource picks it up.
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".part")
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(image.data)
