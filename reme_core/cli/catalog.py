@@ -27,6 +27,14 @@ CORE_COMMANDS: dict[str, tuple[str, str]] = {
         "Delete a note; prints the notes whose links to it now dangle.",
     ),
     "edit": ("reme_core.cli.files_cmd", "Find and replace exact text in a note."),
+    "expire": (
+        "reme_core.cli.forget_cmd",
+        "Archive the notes whose expires: day has come, or whose folder's lifecycle.expire passed.",
+    ),
+    "forget": (
+        "reme_core.cli.forget_cmd",
+        "Forget a note (PATH) or the notes holding --query's words: archived by default.",
+    ),
     "frontmatter": (
         "reme_core.cli.files_cmd",
         "Show a note's frontmatter, or change only the keys named (order, comments kept).",

@@ -64,6 +64,14 @@ class CatalogQueries:
             rows = rows_of_paths(db, f"SELECT {NOTE_COLUMNS} FROM notes", paths)
         return {row[0]: note_of(row) for row in rows}
 
+    def expiring(self, paths: Iterable[str] | None = None) -> dict[str, NoteSummary]:
+        """The notes (of ``paths`` only, when given) whose frontmatter names ``expires``: the
+        few that search must check against today (``reme_core.search.expiry``)."""
+        sql = f"SELECT {NOTE_COLUMNS} FROM notes WHERE json_extract(frontmatter, '$.expires')"
+        with self._read() as db:
+            rows = rows_of_paths(db, sql + " IS NOT NULL", paths, joiner="AND")
+        return {row[0]: note_of(row) for row in rows}
+
     def chunks(self, ids: Sequence[str]) -> dict[str, Chunk]:
         """The chunks ``ids`` whose text their note still holds."""
         found: dict[str, Chunk] = {}

@@ -51,6 +51,9 @@ class SearchHit(BaseModel):
     """1-based rank of this chunk in each arm that found it."""
     arm_scores: dict[str, float] = Field(default_factory=dict)
     """Each arm's own score for this chunk (BM25 score; cosine similarity for vectors)."""
+    superseded_by: str | None = None
+    """When the hit's note is superseded (searched for with ``statuses`` naming superseded):
+    the note that replaces it, as its frontmatter ``superseded_by`` names it (``[[...]]``)."""
 
 
 class LinkedNote(BaseModel):

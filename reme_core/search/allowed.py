@@ -8,8 +8,10 @@ at once, one computes it while the others wait for it, instead of each computing
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 
@@ -37,15 +39,24 @@ class Allowed:
 class AllowedCache:
     """The answer per filter set (least recently used dropped beyond ``MAX_FILTER_SETS``)."""
 
-    def __init__(self, catalog: Catalog, tags: TagIndex | None):
+    def __init__(
+        self,
+        catalog: Catalog,
+        tags: TagIndex | None,
+        today: Callable[[], dt.date] = dt.date.today,
+    ):
         self.catalog = catalog
         self.tags = tags
+        self.today = today
+        """The day expiry is judged on (``search.expiry``): part of each answer's key, so a
+        note expires at midnight without a write."""
         self._lock = threading.Lock()
         self._answers: OrderedDict[str, Allowed] = OrderedDict()
         self._computing: dict[tuple[str, int], Future[Allowed]] = {}
 
     def get(self, filters: SearchFilters) -> Allowed:
-        key = filters.model_dump_json()
+        today = self.today()
+        key = f"{today.isoformat()} {filters.model_dump_json()}"
         generation = self.catalog.generation
         with self._lock:
             known = self._answers.get(key)
@@ -59,7 +70,7 @@ class AllowedCache:
         if not mine:
             return pending.result()  # another search is computing this very answer
         try:
-            answer = self._compute(filters, generation, known)
+            answer = self._compute(filters, generation, known, today)
         except BaseException as exc:
             with self._lock:
                 del self._computing[key, generation]
@@ -76,15 +87,17 @@ class AllowedCache:
         pending.set_result(answer)
         return answer
 
-    def _compute(self, filters: SearchFilters, generation: int, known: Allowed | None) -> Allowed:
+    def _compute(
+        self, filters: SearchFilters, generation: int, known: Allowed | None, today: dt.date
+    ) -> Allowed:
         changed = None
         if known is not None and known.generation < generation:
             changed = self.catalog.changed_since(known.generation)
         if known is None or changed is None or len(changed) > max(64, len(known.by_path) // 4):
-            by_path = allowed_by_path(filters, self.catalog, self.tags)
+            by_path = allowed_by_path(filters, self.catalog, self.tags, today=today)
             return Allowed(generation, set().union(*by_path.values()), set(by_path), by_path)
         # Only the changed paths: drop what they allowed, add what they allow now.
-        fresh = allowed_by_path(filters, self.catalog, self.tags, within=changed)
+        fresh = allowed_by_path(filters, self.catalog, self.tags, within=changed, today=today)
         ids = set(known.ids)
         by_path = dict(known.by_path)
         for path in changed:

@@ -103,6 +103,8 @@ class Searcher:
                     arm_scores={arm: round(arm_scores[arm][f.chunk_id], 6) for arm in f.ranks},
                 )
             )
+        if "superseded" in filters.statuses and hits:
+            _mark_superseded(hits, self.catalog)
         linked = []
         if expand and self.graph is not None and hits:
             linked = expand_links(
@@ -175,6 +177,19 @@ class Searcher:
             if arm.name in results and notes is not None:
                 degraded.extend(notes())
         return results, degraded
+
+
+def _mark_superseded(hits: list[SearchHit], catalog: Catalog) -> None:
+    """Say on each hit of a superseded note which note replaces it (only asked when superseded
+    notes were searched for: the default statuses never return one)."""
+    notes = catalog.notes({hit.path for hit in hits})
+    for hit in hits:
+        note = notes.get(hit.path)
+        if note is not None and note.status == "superseded":
+            newer = note.frontmatter.get("superseded_by")
+            if isinstance(newer, list):  # superseded_by: ["[[a]]"] names the first
+                newer = newer[0] if newer else None
+            hit.superseded_by = str(newer) if newer else "(unknown)"
 
 
 def _meaning_only(results: dict[str, list[tuple[str, float]]]) -> bool:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Collection
 
 from reme_core.components import TagIndex
 from reme_core.errors import SearchError
 from reme_core.index.catalog import Catalog
 from reme_core.schema import SearchFilters
+from reme_core.schema.note import NOTE_STATUSES
+from reme_core.search.expiry import expired_paths
 
 
 def allowed_chunk_ids(
@@ -30,8 +33,10 @@ def allowed_by_path(
     tags: TagIndex | None,
     *,
     within: Collection[str] | None = None,
+    today: dt.date | None = None,
 ) -> dict[str, list[str]]:
-    """``allowed_chunk_ids`` grouped by note path."""
+    """``allowed_chunk_ids`` grouped by note path; with ``today``, a note whose ``expires`` day
+    has come counts as archived (``reme_core.search.expiry``)."""
     if filters.since and filters.until and filters.since > filters.until:
         raise SearchError(f"--since {filters.since} is after --until {filters.until}")
     if not filters.statuses:
@@ -45,10 +50,26 @@ def allowed_by_path(
         tagged = tags.paths(filters.tags, mode=filters.tag_mode)
     if within is not None:
         tagged = set(within) if tagged is None else tagged & set(within)
-    return catalog.chunk_ids_by_path(
-        statuses=list(filters.statuses),
-        since=filters.since,
-        until=filters.until,
-        path_patterns=filters.paths,
-        paths=tagged,
-    )
+
+    def query(statuses: list[str]) -> dict[str, list[str]]:
+        return catalog.chunk_ids_by_path(
+            statuses=statuses,
+            since=filters.since,
+            until=filters.until,
+            path_patterns=filters.paths,
+            paths=tagged,
+        )
+
+    by_path = query(list(filters.statuses))
+    if today is None:
+        return by_path
+    if "archived" not in filters.statuses:
+        for path in expired_paths(catalog, today, within):
+            by_path.pop(path, None)
+        return by_path
+    others = [s for s in NOTE_STATUSES if s not in filters.statuses]
+    if others:  # an expired note of another status is asked for as archived
+        extra = query(others)
+        for path in expired_paths(catalog, today, extra):
+            by_path[path] = extra[path]
+    return by_path

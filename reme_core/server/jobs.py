@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from reme_core.server.scheduler import STATE_FILE, Clock, JobResult, Scheduler, utc_now
+from reme_core.service.lifecycle import archive_expired
 
 if TYPE_CHECKING:
     from reme_core.runtime import Reme
@@ -21,7 +22,7 @@ RESOURCE_PIPELINE = "auto_resource"
 
 def run_job(reme: Reme, name: str, now: datetime | None = None) -> JobResult:
     """Run job ``name`` (a built-in: ``dream``, ``optimize``, ``auto_memory_flush``,
-    ``resource_inbox``; or one of ``server.schedule.pipelines``) on ``reme``; errors
+    ``resource_inbox``, ``expire``; or one of ``server.schedule.pipelines``) on ``reme``; errors
     propagate to the caller, which records them. ``now``: the scheduler's clock."""
     if name == "dream":
         return _dream(reme)
@@ -31,6 +32,8 @@ def run_job(reme: Reme, name: str, now: datetime | None = None) -> JobResult:
         return _auto_memory_flush(reme, now or utc_now())
     if name == "resource_inbox":
         return _pipeline(reme, RESOURCE_PIPELINE, {})
+    if name == "expire":
+        return _expire(reme, now or utc_now())
     scheduled = reme.settings.server.schedule.pipelines.get(name)
     if scheduled is not None:
         return _pipeline(reme, scheduled.pipeline, dict(scheduled.params))
@@ -90,6 +93,16 @@ def _optimize(reme: Reme) -> JobResult:
         details["vectors"] = vectors.get("state")
         summary += f"; vectors {vectors.get('state')}"
     return JobResult(summary=summary, details=details)
+
+
+def _expire(reme: Reme, now: datetime) -> JobResult:
+    """Archive the notes that expired (``reme_core.service.lifecycle``), as of the scheduler's
+    day in the workspace's zone."""
+    report = archive_expired(reme, today=now.astimezone(reme.settings.tzinfo()).date())
+    summary = f"{len(report.archived)} expired note(s) archived"
+    if report.invalid:
+        summary += f"; {len(report.invalid)} with an expires: that cannot be read"
+    return JobResult(summary=summary, details=report.model_dump(mode="json"))
 
 
 def _pipeline(reme: Reme, pipeline: str, params: dict[str, Any]) -> JobResult:

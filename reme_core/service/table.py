@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from reme_core.service.framework import Operation
 from reme_core.service.history_ops import HISTORY_OPERATIONS
+from reme_core.service.lifecycle_ops import LIFECYCLE_OPERATIONS
 from reme_core.service.memory_ops import MEMORY_OPERATIONS
 from reme_core.service.note_ops import NOTE_OPERATIONS
 from reme_core.service.pipeline_ops import PIPELINE_OPERATIONS
@@ -16,7 +17,7 @@ from reme_core.service.profiles import PROFILE_RANK
 from reme_core.service.review_ops import REVIEW_OPERATIONS
 
 _WORKSPACE_OPERATIONS: list[Operation] = sorted(
-    [*NOTE_OPERATIONS, *HISTORY_OPERATIONS, *PIPELINE_OPERATIONS],
+    [*NOTE_OPERATIONS, *HISTORY_OPERATIONS, *PIPELINE_OPERATIONS, *LIFECYCLE_OPERATIONS],
     key=lambda op: PROFILE_RANK[op.profile],
 )
 """The note, history and pipeline operations by the profile they need (read, then write, then

@@ -17,6 +17,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from reme_core.schema import NoteStatus
 from reme_core.search.fusion import FusionMethod
+from reme_core.settings.lifecycle import LifecycleConfig
 
 ENV_PREFIX = "REME_"
 ENV_DELIMITER = "__"
@@ -209,6 +210,9 @@ class ScheduleConfig(_Strict):
     """Run the ``auto_resource`` pipeline over ``resource/`` (its ``inbox/`` folder is where files
     are meant to be dropped): new and changed files become resource notes, unchanged ones cost
     nothing. Off by default: it needs a model."""
+    expire: str | None = None
+    """Archive expired notes (``expires:`` in a note, or ``lifecycle.expire`` per folder); off
+    by default (search leaves expired notes out either way)."""
     pipelines: dict[str, ScheduledPipeline] = Field(default_factory=dict)
     """Any configured pipeline on a cron, by job name: ``{tag_nightly: {cron: "0 4 * * *",
     pipeline: auto_tag, params: {}}}``."""
@@ -257,6 +261,7 @@ class Settings(BaseSettings):
     pipelines: dict[str, PipelineConfig] = Field(default_factory=_pipeline_defaults)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     server: ServerConfig = Field(default_factory=ServerConfig)
+    lifecycle: LifecycleConfig = Field(default_factory=LifecycleConfig)
 
     @classmethod
     def settings_customise_sources(

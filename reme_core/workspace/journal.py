@@ -12,6 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ValidationError
 
+from reme_core.workspace.atomic import atomic_write
+
 JournalOp = Literal["write", "edit", "frontmatter", "move", "delete"]
 
 
@@ -66,6 +68,25 @@ class Journal:
                 fh.flush()
                 os.fsync(fh.fileno())
         return entry
+
+    def drop_paths(self, paths: set[str]) -> int:
+        """Rewrite the journal without the entries about ``paths`` (a purged note: the journal
+        would otherwise keep its name); returns how many lines went."""
+        with self._lock:
+            if not self.path.exists():
+                return 0
+            kept: list[str] = []
+            dropped = 0
+            with open(self.path, encoding="utf-8") as fh:
+                for line in fh:
+                    entry = _parse_line(line)
+                    if entry is not None and (entry.path in paths or entry.to in paths):
+                        dropped += 1
+                    elif line.strip():
+                        kept.append(line if line.endswith("\n") else line + "\n")
+            if dropped:
+                atomic_write(self.path, "".join(kept).encode("utf-8"))
+            return dropped
 
     def entries(self, limit: int | None = None) -> list[JournalEntry]:
         """Entries oldest first (newest last); ``limit`` keeps only the newest ones."""

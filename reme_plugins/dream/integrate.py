@@ -31,6 +31,7 @@ from reme_core.api import (
 from .agentic import AgentIntegration
 from .apply import apply_decision
 from .sources import LinkKeys
+from .supersede import keep_superseded
 from .units import BUCKETS, Decision, DecisionRejected, DreamUnit, UnitOutcome
 from .verify import check_target, verify
 
@@ -219,16 +220,24 @@ class Integrator:
             else:
                 outcome.result = "proposed"
             return outcome, None
+        kept = None
         try:
+            if plan.decision.verb == "CORRECT" and plan.before is not None:
+                # The statement as it was, kept beside the corrected node (supersede.py).
+                kept = keep_superseded(self.reme, plan.target, plan.before, plan.decision.evidence)
             self.reme.files.write(
                 plan.target,
                 plan.after,
                 expected_hash=plan.before_hash,
                 create_only=plan.before_hash is None,
             )
-        except WorkspaceError as exc:  # a hand edit raced the run: nothing is overwritten
+        except (WorkspaceError, DecisionRejected) as exc:
+            # A hand edit raced the run: nothing is overwritten, and no copy is left behind.
+            if kept is not None:
+                self.reme.files.delete(kept)
             outcome.reason = f"could not write {plan.target}: {exc}"
             return outcome, None
+        outcome.superseded = kept
         outcome.result = "applied"
         self.record(f"{plan.decision.verb} {plan.target}")
         return outcome, plan.target

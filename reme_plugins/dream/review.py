@@ -25,6 +25,7 @@ from .checkpoint import (
     save_checkpoint,
 )
 from .integrate import Plan, exists, verify_decision
+from .supersede import keep_superseded
 from .units import Decision, DecisionRejected, DreamError, DreamUnit
 from .verify import check_target
 
@@ -55,6 +56,9 @@ def proposer(
             payload={
                 "unit": unit.model_dump(mode="json"),
                 "decision": decision.model_dump(mode="json"),
+                # CORRECT: what approval keeps as the superseded copy (the target's text then,
+                # which approval checks is still its text by base_hash).
+                **({"before": plan.before} if decision.verb == "CORRECT" else {}),
             },
         )
         return proposal.id, proposal.status, proposal.reason
@@ -111,6 +115,13 @@ class DreamReviewer(Reviewer):
                 f"the decision applied to {target} as it is now no longer gives the proposed text"
             )
         return ["the target is as it was when proposed", *checks]
+
+    def applied(self, reme: Any, proposal: Proposal, content_hash: str) -> None:
+        # An approved CORRECT keeps the node as it was, as a run's CORRECT does (supersede.py).
+        before = proposal.payload.get("before")
+        if proposal.verb == "CORRECT" and isinstance(before, str):
+            _, decision = _parts(proposal)
+            keep_superseded(reme, proposal.target, before, decision.evidence)
 
     def rejected(self, reme: Any, proposal: Proposal) -> None:
         unit, _ = _parts(proposal)

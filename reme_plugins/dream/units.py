@@ -162,6 +162,8 @@ class UnitOutcome(BaseModel):
     """The digest nodes search proposed for this unit."""
     proposal: str | None = None
     """``proposed`` / ``rejected``: the review proposal's id."""
+    superseded: str | None = None
+    """An applied CORRECT: the copy that keeps the node as it was (``status: superseded``)."""
 
     @property
     def succeeded(self) -> bool:

@@ -42,6 +42,7 @@ def test_the_issue_lists_every_operation_with_its_profile():
         **dict.fromkeys(["review_list", "review_show"], "read"),
         **dict.fromkeys(["links", "history", "history_show"], "read"),
         "revert": "admin",
+        **dict.fromkeys(["forget", "expire"], "admin"),
         "review_reject": "write",
         "review_approve": "admin",
     }
@@ -55,6 +56,7 @@ def test_the_issue_lists_every_operation_with_its_profile():
         "review_approve",
         "revert",
         "run",
+        "forget",
     }
 
 

@@ -1,0 +1,90 @@
+"""``expires:`` in a note's frontmatter: when a note stops being true, and which notes have.
+
+A note may say ``expires: 2026-03-01`` (a date) or ``expires: 90d`` (days or weeks counted from
+its ``created`` frontmatter date, else its ``date``: the frontmatter ``date`` or a ``YYYY-MM-DD``
+in its path). From that day on search treats it as archived (left out unless ``archived`` is
+among the statuses asked for), and the scheduler's ``expire`` job sets ``status: archived`` in
+the note itself (``reme_core.service.lifecycle``). Expiry is by calendar day: comparing against
+"today" each search is what lets a note expire without being written again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from reme_core.index.catalog import Catalog
+from reme_core.schema import NoteSummary
+from reme_core.workspace.notes import note_date
+
+_DURATION = re.compile(r"^\s*(\d{1,5})\s*([dw])\s*$", re.IGNORECASE)
+MAX_DAYS = 36_600
+"""A duration longer than a century is a typo, not a policy."""
+
+
+def parse_duration(value: Any, where: str = "expires") -> dt.timedelta:
+    """``90d`` or ``12w`` as a timedelta; ValueError saying what is accepted otherwise."""
+    found = _DURATION.match(str(value)) if isinstance(value, str) else None
+    if found is None:
+        raise ValueError(
+            f"{where}: {value!r} is not a duration; write a number of days or weeks "
+            "such as '90d' or '12w'"
+        )
+    days = int(found.group(1)) * (7 if found.group(2).lower() == "w" else 1)
+    if not 1 <= days <= MAX_DAYS:
+        raise ValueError(f"{where}: {value!r} must be between 1 day and {MAX_DAYS} days")
+    return dt.timedelta(days=days)
+
+
+def parse_expires(value: Any, where: str = "expires") -> dt.date | dt.timedelta:
+    """A frontmatter ``expires`` value: a date (YAML date, datetime or ``YYYY-MM-DD`` text) or a
+    duration; ValueError otherwise."""
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    if isinstance(value, str) and _DURATION.match(value):
+        return parse_duration(value, where)
+    if isinstance(value, str):
+        try:
+            return dt.date.fromisoformat(value.strip()[:10])
+        except ValueError:
+            pass
+    raise ValueError(
+        f"{where}: {value!r} is neither a date (2026-03-01) nor a duration from the note's "
+        "creation (90d, 12w)"
+    )
+
+
+def base_date(note: NoteSummary) -> dt.date | None:
+    """The day a duration counts from: ``created``, else the note's date."""
+    return note_date("", note.frontmatter.get("created")) or note.date
+
+
+def expiry_of(note: NoteSummary) -> dt.date | None:
+    """The first day ``note`` counts as expired; None when it names no (usable) expiry.
+
+    A malformed ``expires`` never hides a note: it is reported by the ``expire`` job instead."""
+    raw = note.frontmatter.get("expires")
+    if raw is None or raw == "":
+        return None
+    try:
+        when = parse_expires(raw)
+    except ValueError:
+        return None
+    if isinstance(when, dt.date):
+        return when
+    start = base_date(note)
+    return None if start is None else start + when
+
+
+def expired_paths(catalog: Catalog, today: dt.date, paths: Iterable[str] | None = None) -> set[str]:
+    """The notes (of ``paths`` only, when given) whose ``expires`` day is today or earlier."""
+    out = set()
+    for path, note in catalog.expiring(paths).items():
+        when = expiry_of(note)
+        if when is not None and when <= today:
+            out.add(path)
+    return out

@@ -1,0 +1,299 @@
+"""Forgetting notes: archived by default (recorded in history, revertible), or purged.
+
+A soft forget sets ``status: archived`` (search leaves archived notes out unless asked) in one
+history entry of its own, which ``reme revert`` undoes. A purge removes the note and everything
+derived from it: the file, its chunks, keyword rows, vectors, links and tags (the indexer's
+removal), its cached embeddings, the review proposals that mention it, the journal's lines about
+it and every version of it in the history (rewritten: ``workspace.history_purge``); then the
+keyword index and vector store are compacted and every SQLite file under ``.reme/`` rewritten,
+so no deleted row's bytes remain. The report says what went, and ``remaining`` is the proof:
+the files (under ``.reme/``, the workspace, and the history's objects) that still hold the note's
+path or any of its longer lines, read byte by byte afterwards; empty when nothing does.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from reme_core.errors import NotFoundError, PathOutsideWorkspaceError, UnsupportedFileError
+from reme_core.index.purge import (
+    drop_cached_embeddings,
+    files_holding,
+    rewrite_sqlite,
+    sqlite_files,
+)
+from reme_core.pipelines.locks import named_lock
+from reme_core.review.store import ProposalStore
+from reme_core.runtime import Reme
+from reme_core.workspace.history import HistoryError
+from reme_core.workspace.history_purge import purge_history, still_holds
+from reme_core.workspace.notes import parse_note
+from reme_core.workspace.paths import is_internal
+
+LOCK = "forget"
+MIN_LINE_CHARS = 20
+"""A note's lines at least this long are what the proof looks for (shorter ones, a heading, a
+date, are in many notes)."""
+MAX_NEEDLES = 50
+
+
+class ForgetConfirmationError(HistoryError):
+    """A purge cannot be undone: it runs only with ``confirm`` (``--yes``); ``details`` lists
+    the notes it would remove."""
+
+    def __init__(self, message: str, paths: list[str]):
+        super().__init__(message)
+        self.paths = paths
+
+    @property
+    def details(self) -> dict[str, object]:
+        return {"paths": self.paths}
+
+
+class Purged(BaseModel):
+    """What a purge removed, counted before it ran."""
+
+    files: list[str] = Field(default_factory=list)
+    chunks: int = 0
+    vectors: int = 0
+    """Vector store rows (the embedding model's stored chunks)."""
+    cached_embeddings: int = 0
+    links: int = 0
+    """Links from the notes (links to them from other notes stay, now unresolved)."""
+    tags: int = 0
+    proposals: list[str] = Field(default_factory=list)
+    journal_entries: int = 0
+    history_commits_rewritten: int = 0
+    compacted: list[str] = Field(default_factory=list)
+    """The SQLite files rewritten (VACUUM), beside the keyword index and vector store."""
+    vector_store_rebuilt: bool = False
+    """The vector store still held the note's chunk ids after its compaction (zvec keeps
+    deleted ids in its id map's tables), so it was rebuilt from the cached embeddings of the
+    other notes (no model call)."""
+
+
+class ForgetReport(BaseModel):
+    mode: Literal["archive", "purge"]
+    dry_run: bool = False
+    paths: list[str]
+    """The notes forgotten (or, in a dry run, that would be)."""
+    unchanged: list[str] = Field(default_factory=list)
+    """Archive: notes that were archived already."""
+    history: str | None = None
+    """Archive: the history entry (``reme revert`` takes it)."""
+    history_error: str | None = None
+    removed: Purged | None = None
+    remaining: list[str] = Field(default_factory=list)
+    """Purge: what still holds a forgotten note's path or text afterwards (``.reme/...``, a
+    workspace file, ``history``); empty is the proof nothing does."""
+
+
+def resolve_targets(reme: Reme, path: str | None, query: str | None, limit: int) -> list[str]:
+    """The notes named: one path (confined, existing), or those whose text holds the words of
+    ``query`` (keyword matches only: the nearest notes in meaning are not a request to forget)."""
+    if path is not None:
+        rel, absolute = reme.paths.resolve(path)
+        if rel == "" or is_internal(rel):
+            raise PathOutsideWorkspaceError(f"{path!r} names no note of the workspace")
+        if not absolute.is_file():
+            raise NotFoundError(f"no note {rel} in the workspace; nothing was forgotten")
+        return [rel]
+    assert query is not None
+    response = reme.search(query, limit=limit, expand=False)
+    found = [hit.path for hit in response.hits if "keyword" in hit.arm_ranks]
+    if not found:
+        raise NotFoundError(f"no note holds the words of {query!r}; nothing was forgotten")
+    return list(dict.fromkeys(found))
+
+
+def archive(reme: Reme, paths: list[str], dry_run: bool = False) -> ForgetReport:
+    """Set ``status: archived`` on each note, as one history entry."""
+    texts = {rel: _read_note(reme, rel) for rel in paths}  # every one checked before any write
+    unchanged = [rel for rel, text in texts.items() if parse_note(rel, text).status == "archived"]
+    todo = [rel for rel in paths if rel not in unchanged]
+    report = ForgetReport(mode="archive", dry_run=dry_run, paths=todo, unchanged=unchanged)
+    if dry_run or not todo:
+        return report
+    today = dt.datetime.now(reme.settings.tzinfo()).date().isoformat()
+    with named_lock(reme.state_dir, LOCK), reme.history.batch():
+        try:
+            reme.history.snapshot()  # earlier changes stay out of this entry
+        except HistoryError as exc:
+            report.history_error = str(exc)
+        for rel in todo:
+            reme.files.update_frontmatter(rel, {"status": "archived", "archived_on": today})
+        if report.history_error is None:
+            message = f"reme forget: archived {len(todo)} note(s)\n\n" + "\n".join(todo)
+            try:
+                report.history = reme.history.record(message)
+            except HistoryError as exc:
+                report.history_error = str(exc)
+    return report
+
+
+def purge(reme: Reme, paths: list[str], *, confirm: bool, dry_run: bool = False) -> ForgetReport:
+    """Remove the notes and every trace of them under ``.reme/`` (see the module docstring)."""
+    texts = {rel: _read_bytes(reme, rel) for rel in paths}
+    if dry_run:
+        return ForgetReport(mode="purge", dry_run=True, paths=paths)
+    if not confirm:
+        raise ForgetConfirmationError(
+            f"a purge cannot be undone: it would remove {', '.join(paths)} and every version of "
+            "it from the history; pass --yes (confirm=true) to purge, or forget without --purge "
+            "to archive (revertible); nothing was changed",
+            paths,
+        )
+    removed = Purged(files=list(paths))
+    names = set(paths)
+    with named_lock(reme.state_dir, LOCK):
+        _count_projections(reme, paths, removed)
+        digests = {digest for _, _, digest in reme.catalog.chunk_hashes(paths)}
+        with reme.history.batch():  # the delete is not committed: the history forgets it next
+            for rel in paths:
+                _remove_file(reme, rel)
+        kept = {digest for _, _, digest in reme.catalog.chunk_hashes()}  # shared with others
+        if reme.vectors is not None:
+            removed.cached_embeddings = drop_cached_embeddings(
+                reme.state_dir / "embeddings.sqlite3", digests - kept
+            )
+        removed.proposals = _drop_proposals(reme.state_dir, names, _needles(texts))
+        removed.journal_entries = reme.journal.drop_paths(names)
+        removed.history_commits_rewritten = purge_history(reme.history, paths)
+        reme.optimize()  # keyword tombstones merged away, vector store compacted
+        with reme.indexer.writers, reme.indexer.sealed_write():
+            removed.compacted = rewrite_sqlite(sqlite_files(reme.state_dir))
+        remaining = traces(reme, _needles(texts))
+        if _in_vector_store(reme, remaining):
+            removed.vector_store_rebuilt = True
+            _rebuild_vectors(reme)
+            remaining = traces(reme, _needles(texts))
+    return ForgetReport(mode="purge", paths=paths, removed=removed, remaining=remaining)
+
+
+def traces(reme: Reme, needles: list[bytes]) -> list[str]:
+    """Where any of ``needles`` is still found: files under ``.reme/`` (byte by byte, the
+    history's git store asked object by object instead), workspace files, the history."""
+    state = reme.state_dir
+    found = [f".reme/{name}" for name in files_holding(state, needles, skip=[reme.history.git_dir])]
+    found += files_holding(reme.root, needles, skip=[state, reme.root / ".git"])
+    if still_holds(reme.history, needles):
+        found.append("history")
+    return found
+
+
+def _in_vector_store(reme: Reme, remaining: list[str]) -> bool:
+    """Whether any of ``remaining`` is a file of the vector store (its folder under .reme/)."""
+    if reme.vectors is None or not remaining:
+        return False
+    files = reme.vectors.store.state_files() or []
+    roots = set()
+    for file in files:
+        try:
+            parts = Path(file).relative_to(reme.state_dir).parts
+        except ValueError:
+            continue
+        roots.add(f".reme/{parts[0]}" + ("/" if len(parts) > 1 else ""))
+    return any(
+        r == root or (root.endswith("/") and r.startswith(root))
+        for r in remaining
+        for root in roots
+    )
+
+
+def _rebuild_vectors(reme: Reme) -> None:
+    """Recreate the vector store from the cached embeddings of the notes that remain."""
+    assert reme.vectors is not None
+    with reme.indexer.writers, reme.indexer.sealed_write():
+        reme.vectors.clear()
+        reme.vectors.reconcile()
+        reme.vectors.optimize()
+
+
+def _needles(texts: dict[str, bytes]) -> list[bytes]:
+    """Each note's path and its longer lines: what no file should hold after a purge."""
+    out: dict[bytes, None] = {}
+    for rel, data in texts.items():
+        out[rel.encode("utf-8")] = None
+        lines = data.decode("utf-8", "replace").splitlines()
+        body = [ln.strip() for ln in lines if len(ln.strip()) >= MIN_LINE_CHARS]
+        for line in body[:MAX_NEEDLES]:
+            out[line.encode("utf-8")] = None
+    return list(out)
+
+
+def _read_note(reme: Reme, rel: str) -> str:
+    if not rel.lower().endswith(".md"):
+        raise UnsupportedFileError(
+            f"{rel} is not a Markdown note, which is what can be archived; forget it with "
+            "--purge; nothing was changed"
+        )
+    text = _read_bytes(reme, rel).decode("utf-8", "replace")
+    parse_note(rel, text)  # a broken frontmatter refuses here, before anything is written
+    return text
+
+
+def _read_bytes(reme: Reme, rel: str) -> bytes:
+    _, absolute = reme.paths.resolve(rel)
+    try:
+        return absolute.read_bytes()
+    except OSError as exc:
+        raise NotFoundError(f"cannot read {rel}: {exc.strerror}; nothing was changed") from None
+
+
+def _count_projections(reme: Reme, paths: list[str], removed: Purged) -> None:
+    chunk_ids = {cid for cid, _, _ in reme.catalog.chunk_hashes(paths)}
+    removed.chunks = len(chunk_ids)
+    if reme.vectors is not None and reme.vectors.model_id is not None:
+        stored = reme.embedding_cache.stored(reme.vectors.model_id)
+        removed.vectors = sum(1 for cid in chunk_ids if cid in stored)
+    if reme.graph is not None:
+        removed.links = sum(len(reme.graph.outbound(rel)) for rel in paths)
+    removed.tags = sum(len(tags) for tags in reme.catalog.tags_by_path(paths).values())
+
+
+def _remove_file(reme: Reme, rel: str) -> None:
+    if rel.lower().endswith(".md"):
+        reme.files.delete(rel)
+        return
+    # Not a note (a .txt, a .jsonl the chunkers index): the file tools delete only notes.
+    _, absolute = reme.paths.resolve(rel, for_write=True)
+    with reme.indexer.writers:
+        Path(absolute).unlink()
+        reme.indexer.update([], [rel])
+
+
+def _drop_proposals(state_dir: Path, names: set[str], needles: list[bytes]) -> list[str]:
+    """Delete the proposals that change, cite or quote a purged note (any status)."""
+    store = ProposalStore(state_dir)
+    proposals, _ = store.all()
+    stems = {n.removesuffix(".md") for n in names}
+    dropped = []
+    for proposal in proposals:
+        raw = "\n".join(_strings(proposal.model_dump(mode="json"))).encode("utf-8")
+        mentions = (
+            proposal.target in names
+            or any(s in names for s in proposal.sources)
+            or any(stem.encode("utf-8") in raw for stem in stems)
+            or any(needle in raw for needle in needles)
+        )
+        if mentions:
+            store.path(proposal.id).unlink(missing_ok=True)
+            dropped.append(proposal.id)
+    return dropped
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in a JSON value (a proposal's text, as written, not JSON-escaped)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
