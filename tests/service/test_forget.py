@@ -273,3 +273,31 @@ def test_cli_forget_json_and_purge_confirmation(reme: Reme) -> None:
         purged.stdout
     )
     assert grep(root, TOKEN) == []
+
+
+def test_cli_forget_goes_through_the_running_server(tmp_path: Path) -> None:
+    from conftest import KEYWORD_ONLY_ENV
+
+    from reme_core.workspace import init_workspace
+    from tests.server.api_support import running_server
+
+    root = tmp_path / "ws"
+    init_workspace(root)
+    (root / SECRET).parent.mkdir(parents=True)
+    (root / SECRET).write_text(SECRET_TEXT, encoding="utf-8")
+    with running_server(root):
+
+        def run(*args: str) -> Any:
+            return CliRunner().invoke(cli, [*args, "-w", str(root)], env=KEYWORD_ONLY_ENV)
+
+        soft = run("forget", SECRET, "--json")
+        assert soft.exit_code == 0, soft.output
+        assert json.loads(soft.stdout)["paths"] == [SECRET]
+        unconfirmed = run("forget", SECRET, "--purge", "--json")
+        # The server's refusal, its message as the local one (the type is the client's own).
+        assert unconfirmed.exit_code != 0 and (root / SECRET).exists()
+        assert "cannot be undone" in json.loads(unconfirmed.stdout)["error"]["message"]
+        purged = run("forget", SECRET, "--purge", "--yes", "--json")
+        assert purged.exit_code == 0, purged.output
+        assert json.loads(purged.stdout)["remaining"] == []
+    assert not (root / SECRET).exists() and grep(root, TOKEN) == []
