@@ -107,6 +107,7 @@ if TYPE_CHECKING:
     from reme_core.runtime import Reme
     from reme_core.schema import Chunk, Link, LinkedNote, SearchFilters, SearchHit, SearchResponse
     from reme_core.schema.chunk import chunk_path
+    from reme_core.schema.proactive import ProactiveError, ProactiveTopic, ProactiveTopics, topic_id
     from reme_core.schema.tags import normalise_tag
     from reme_core.search.engine import MAX_LIMIT as MAX_SEARCH_LIMIT
     from reme_core.search.record_filters import (
@@ -213,6 +214,9 @@ __all__ = [
     "PipelineRun",
     "PluginError",
     "Plugins",
+    "ProactiveError",
+    "ProactiveTopic",
+    "ProactiveTopics",
     "Prompts",
     "Proposal",
     "ReadInput",
@@ -294,6 +298,7 @@ __all__ = [
     "split_frontmatter",
     "split_lines",
     "tags_ok",
+    "topic_id",
     "update_frontmatter",
     "validate_components",
     "with_llm_cache",
@@ -316,6 +321,7 @@ _SOURCES: dict[str, str] = {
     # Data models components receive and return.
     "reme_core.schema": "Chunk Link LinkedNote SearchFilters SearchHit SearchResponse",
     "reme_core.schema.chunk": "chunk_path",
+    "reme_core.schema.proactive": "ProactiveError ProactiveTopic ProactiveTopics topic_id",
     "reme_core.schema.tags": "normalise_tag",
     # The exact meaning of SearchFilters for one stored record, which a vector store is held to.
     "reme_core.search.record_filters": (

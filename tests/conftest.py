@@ -28,6 +28,7 @@ import reme_plugins.keyword_bm25s
 import reme_plugins.llm_cached
 import reme_plugins.llm_openai
 import reme_plugins.llm_scripted
+import reme_plugins.proactive.steps
 import reme_plugins.step_search
 import reme_plugins.tag_sqlite
 import reme_plugins.tokenizer_bpe_openai
@@ -63,6 +64,7 @@ DEFAULT_PLUGIN_MODULES = [
     reme_plugins.auto_memory.steps,
     reme_plugins.auto_resource.steps,
     reme_plugins.dream.steps,
+    reme_plugins.proactive.steps,
     reme_plugins.auto_tag,
     reme_plugins.llm_cached,
     reme_plugins.tokenizer_estimate,

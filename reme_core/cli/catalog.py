@@ -80,6 +80,10 @@ CORE_COMMANDS: dict[str, tuple[str, str]] = {
         "reme_core.cli.plugins_cmd",
         "List plugin distributions, their versions and the hooks they implement.",
     ),
+    "proactive": (
+        "reme_core.cli.proactive_cmd",
+        "Follow-up topics from the daily notes: run the pipeline, list what to raise next.",
+    ),
     "read": (
         "reme_core.cli.files_cmd",
         "Print a file (or a line range); long output stops at files.max_read_bytes with a hint.",

@@ -29,6 +29,7 @@ from reme_core.errors import RemeError
 from reme_core.server.api_docs import DOCS_PATH, SCHEMA_PATH, add_api_docs
 from reme_core.server.auth import AuthMiddleware, TokenStore
 from reme_core.server.dispatch import run_operation
+from reme_core.server.get_routes import get_router
 from reme_core.server.http_errors import (
     ApiError,
     error_response,
@@ -90,6 +91,7 @@ def create_app(
     app.state.token_store = token_store
 
     app.include_router(operation_router(registry))
+    app.include_router(get_router(registry, caller))
     _add_status_routes(app, registry)
     # The web workspace at / (its pages check the session cookie or a bearer token themselves).
     studio = mount_studio(app, settings, registry, token_store, STUDIO_HOST)

@@ -32,6 +32,8 @@ def run_job(reme: Reme, name: str, now: datetime | None = None) -> JobResult:
         return _auto_memory_flush(reme, now or utc_now())
     if name == "resource_inbox":
         return _pipeline(reme, RESOURCE_PIPELINE, {})
+    if name == "proactive":
+        return _pipeline(reme, "proactive", {})
     if name == "expire":
         return _expire(reme, now or utc_now())
     scheduled = reme.settings.server.schedule.pipelines.get(name)

@@ -35,6 +35,7 @@ from reme_core import __version__
 from reme_core.errors import RemeError
 from reme_core.runtime import Reme
 from reme_core.server.http_errors import ApiError
+from reme_core.server.mcp_proactive import ProactiveMcp
 from reme_core.server.principal import LOCAL_ADMIN, Principal, current_principal
 from reme_core.service.operations import OPERATIONS, Input, Operation
 
@@ -252,6 +253,7 @@ def build_mcp_server(
     per pipeline and recorded in /status like HTTP calls); by default the operation runs on
     ``get_reme(workspace)`` directly."""
     handlers = RemeMcp(get_reme, workspaces, fallback, runner)
+    follow_ups = ProactiveMcp(handlers)  # the follow-ups note as a resource and a prompt
     return Server(
         "reme",
         version=__version__,
@@ -262,6 +264,10 @@ def build_mcp_server(
         ),
         on_list_tools=handlers.list_tools,
         on_call_tool=handlers.call_tool,
+        on_list_resources=follow_ups.list_resources,
+        on_read_resource=follow_ups.read_resource,
+        on_list_prompts=follow_ups.list_prompts,
+        on_get_prompt=follow_ups.get_prompt,
     )
 
 

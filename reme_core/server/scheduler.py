@@ -35,7 +35,7 @@ from reme_core.errors import ConfigError, RemeError
 from reme_core.settings import Settings
 from reme_core.workspace.atomic import atomic_write
 
-JOBS = ("dream", "optimize", "auto_memory_flush", "resource_inbox", "expire")
+JOBS = ("dream", "optimize", "auto_memory_flush", "resource_inbox", "expire", "proactive")
 """The built-in jobs; ``server.schedule.pipelines`` adds any configured pipeline by job name."""
 STATE_FILE = "scheduler.json"
 MAX_WAIT_SECONDS = 60.0

@@ -13,6 +13,7 @@ from reme_core.service.lifecycle_ops import LIFECYCLE_OPERATIONS
 from reme_core.service.memory_ops import MEMORY_OPERATIONS
 from reme_core.service.note_ops import NOTE_OPERATIONS
 from reme_core.service.pipeline_ops import PIPELINE_OPERATIONS
+from reme_core.service.proactive_ops import PROACTIVE_OPERATIONS
 from reme_core.service.profiles import PROFILE_RANK
 from reme_core.service.review_ops import REVIEW_OPERATIONS
 
@@ -22,9 +23,15 @@ _WORKSPACE_OPERATIONS: list[Operation] = sorted(
 )
 """The note, history and pipeline operations by the profile they need (read, then write, then
 admin; a stable sort keeps each family's order), the order the API docs and the MCP tool list
-show them in. The memory and review families follow, each in its own order."""
+show them in. The proactive, memory and review families follow, each in its own order."""
 
 OPERATIONS: dict[str, Operation] = {
-    op.name: op for op in [*_WORKSPACE_OPERATIONS, *MEMORY_OPERATIONS, *REVIEW_OPERATIONS]
+    op.name: op
+    for op in [
+        *_WORKSPACE_OPERATIONS,
+        *PROACTIVE_OPERATIONS,
+        *MEMORY_OPERATIONS,
+        *REVIEW_OPERATIONS,
+    ]
 }
 """Name -> operation. ``health`` is the server's own (no workspace, no token)."""

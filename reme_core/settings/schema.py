@@ -176,6 +176,7 @@ def _pipeline_defaults() -> dict[str, PipelineConfig]:
         "auto_resource": steps("auto_resource", "auto_tag"),
         "auto_tag": steps("auto_tag"),
         "dream": steps("dream_extract", "dream_integrate", "dream_finish", "auto_tag"),
+        "proactive": steps("proactive"),
     }
 
 
@@ -203,6 +204,10 @@ class ScheduleConfig(_Strict):
 
     dream: str | None = "0 3 * * *"
     optimize: str | None = "30 3 * * *"
+    proactive: str | None = "0 18 * * *"
+    """Keep the follow-up topics of the day's daily notes (``daily/_proactive.yaml``) and the
+    note that raises them next session; like dream, it needs a model (without one the job's
+    run fails, recorded, and nothing changes)."""
     auto_memory_flush: str | None = "*/15 * * * *"
     """Summarise sessions whose turns have waited longer than their auto_memory step's
     ``flush_after_minutes`` (deferred by ``min_pending_turns``, or left by a failed call)."""

@@ -50,7 +50,12 @@ from reme_core.workspace.history_entries import (
     refusal,
 )
 from reme_core.workspace.history_repo import HistoryRepository
-from reme_core.workspace.history_staging import history_text, may_hold, served_file
+from reme_core.workspace.history_staging import (
+    HELD_SUFFIXES,
+    history_text,
+    may_hold,
+    served_file,
+)
 from reme_core.workspace.journal import Journal
 from reme_core.workspace.paths import WorkspacePaths
 from reme_core.workspace.tools import TEXT_SUFFIXES
@@ -177,7 +182,7 @@ class History(HistoryRepository):
         suffix, confined, one hard link, not binary, within the size limit), outside
         ``tool_results/`` and hidden names."""
         paths = WorkspacePaths(self.root)
-        files = paths.iter_files(suffixes=TEXT_SUFFIXES)
+        files = paths.iter_files(suffixes=TEXT_SUFFIXES + HELD_SUFFIXES)
         return [rel for rel in files if served_file(paths, rel, walked=True)]
 
     def _tracked(self, paths: list[str] | None = None) -> set[str]:

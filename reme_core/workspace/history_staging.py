@@ -17,9 +17,15 @@ from pathlib import Path
 
 from reme_core.errors import WorkspaceError
 from reme_core.redact import redact
+from reme_core.schema.proactive import TOPICS_PATH
 from reme_core.workspace.paths import WorkspacePaths, is_internal
 from reme_core.workspace.tools import MAX_FILE_BYTES, TEXT_SUFFIXES
 
+HELD_FILES = frozenset({TOPICS_PATH})
+"""Files the history holds though no note tool serves their suffix: the proactive pipeline's
+topics (YAML), so reverting one of its runs restores them with the note it wrote."""
+HELD_SUFFIXES = (".yaml",)
+"""The suffixes of ``HELD_FILES``, for the walk that lists candidates."""
 BINARY_PROBE_BYTES = 8192
 """How far into a file a NUL byte makes it binary (the file tools' own probe)."""
 
@@ -32,7 +38,7 @@ def may_hold(path: str) -> bool:
         return False
     if any(part.startswith(".") for part in parts):
         return False
-    return path.lower().endswith(TEXT_SUFFIXES)
+    return path.lower().endswith(TEXT_SUFFIXES) or path in HELD_FILES
 
 
 def servable_content(data: bytes) -> str | None:

@@ -38,6 +38,7 @@ READ_TOOLS = {
     *("review_list", "review_show"),
     *("memory_get", "memory_list", "memory_retrieve"),
     *("links", "history", "history_show"),
+    "proactive",
 }
 ALL_TOOLS = {*OPERATIONS, "health"}
 DEPLOY = "digest/procedure/deploy-process.md"

@@ -66,8 +66,13 @@ class Jobs:
 
 
 def settings(*overrides: str) -> Settings:
-    # The two nightly jobs only; the auto_memory flush (every 15 minutes) has its own tests.
-    base = ["timezone=Europe/Paris", "server.schedule.auto_memory_flush=null"]
+    # The two nightly jobs only; the auto_memory flush (every 15 minutes) and proactive (18:00)
+    # have their own tests.
+    base = [
+        "timezone=Europe/Paris",
+        "server.schedule.auto_memory_flush=null",
+        "server.schedule.proactive=null",
+    ]
     return load_settings(overrides=[*base, *overrides], env={})
 
 
@@ -413,9 +418,12 @@ def test_scheduler_for_a_workspace_records_in_its_state_dir(reme: Reme) -> None:
         ("auto_memory_flush", True),
         ("dream", False),
         ("optimize", True),
+        ("proactive", False),  # on by default at 18:00; without a model it fails, as dream does
     ]
     assert records[0].summary == "0 session(s) flushed, 0 failed, 0 still waiting"
     assert "needs a model" in (records[1].error or "")
+    assert "proactive needs a model" in (records[3].error or "")
+    assert records[3].scheduled.hour == 18
 
 
 class FakeDreamReme:
