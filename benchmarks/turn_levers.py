@@ -191,7 +191,7 @@ def main() -> None:
     parser.add_argument("--date-weights", default="0.1,0.2,0.3")
     parser.add_argument("--slack", default="0,3")
     parser.add_argument("--lme-limit", type=int, default=None)
-    parser.add_argument("--only", default="", help="labels to run, comma separated (default all)")
+    parser.add_argument("--only", default="", help="labels to run, separated by ; (default all)")
     parser.add_argument(
         "--as-of-today", action="store_true", help="resolve dates against today, not as_of"
     )
@@ -208,7 +208,7 @@ def main() -> None:
     rows = configs([float(w) for w in args.date_weights.split(",") if w],
                    [int(s) for s in args.slack.split(",") if s])  # fmt: skip
     if args.only:
-        wanted = {label.strip() for label in args.only.split(",")}
+        wanted = {label.strip() for label in args.only.split(";")}
         rows = [
             c for c in rows if c.label in wanted or c.label.startswith(("keyword only", "default"))
         ]
