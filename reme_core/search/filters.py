@@ -51,25 +51,26 @@ def allowed_by_path(
     if within is not None:
         tagged = set(within) if tagged is None else tagged & set(within)
 
-    def query(statuses: list[str]) -> dict[str, list[str]]:
+    def query(statuses: list[str], paths: set[str] | None) -> dict[str, list[str]]:
         return catalog.chunk_ids_by_path(
             statuses=statuses,
             since=filters.since,
             until=filters.until,
             path_patterns=filters.paths,
-            paths=tagged,
+            paths=paths,
         )
 
-    by_path = query(list(filters.statuses))
-    if today is None:
+    by_path = query(list(filters.statuses), tagged)
+    # Expired notes (usually none: one small query of the notes naming expires) count as
+    # archived; only when there are some is the catalog asked again, for those alone.
+    expired = set() if today is None else expired_paths(catalog, today, tagged)
+    if not expired:
         return by_path
     if "archived" not in filters.statuses:
-        for path in expired_paths(catalog, today, within):
+        for path in expired:
             by_path.pop(path, None)
         return by_path
     others = [s for s in NOTE_STATUSES if s not in filters.statuses]
     if others:  # an expired note of another status is asked for as archived
-        extra = query(others)
-        for path in expired_paths(catalog, today, extra):
-            by_path[path] = extra[path]
+        by_path.update(query(others, expired))
     return by_path
