@@ -183,6 +183,9 @@ def _with_shared(
         "arms": arms,
         "degraded": degraded,
         "workspaces": searched,
+        # "Nothing relevant" only when no workspace searched found anything relevant.
+        "no_match": all(found["no_match"] for found in [own, *(f for _, f in extra)]),
+        "meaning_only": all(found["meaning_only"] for found in [own, *(f for _, f in extra)]),
     }
 
 

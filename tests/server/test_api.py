@@ -380,3 +380,14 @@ def _async_hook(events: list[str], name: str) -> Callable[[], Awaitable[None]]:
         events.append(name)
 
     return hook
+
+
+def test_shared_workspace_hits_clear_no_match(api: Served) -> None:
+    # Only the shared workspace's note holds this word: the project alone finds nothing relevant,
+    # project plus global does, and the merged response must say so.
+    body = {"query": "tuesday", "limit": 5}
+    own = api.post("search", body, token="both_read").json()
+    both = api.post("search", {**body, "include_shared": True}, token="both_read").json()
+    assert own["hits"] == [] and own["no_match"] is True
+    assert [hit["path"] for hit in both["hits"]][:1] == [SHARED_NOTE]
+    assert both["no_match"] is False
