@@ -16,7 +16,7 @@ from starlette.responses import Response
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from reme_core.studio import actions, pages
+from reme_core.studio import actions, pages, proactive
 from reme_core.studio.sessions import Sessions
 from reme_core.studio.site import (
     HERE,
@@ -51,6 +51,7 @@ def mount_studio(
     exempt ``STUDIO_PATHS`` and ``STUDIO_PREFIX`` from the API's bearer-only middleware."""
     studio = Studio(settings, registry, Sessions(store), host)
     app.include_router(pages.router(studio))
+    app.include_router(proactive.router(studio))
     app.include_router(actions.router(studio))
     app.mount(STATIC_URL, _Static(StaticFiles(directory=HERE / "static")), name="studio-static")
 
