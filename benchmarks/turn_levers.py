@@ -161,6 +161,9 @@ def configs(date_weights: list[float], slacks: list[int]) -> list[Config]:
     for weight in (0.3, 0.35):
         rows.append(Config(f"plain, convex {weight}", weight=weight))
         rows.append(Config(f"header / header, convex {weight}", "header", "header", weight=weight))
+    for weight in (0.25, 0.3, 0.35):
+        rows.append(Config(f"kw plain / vec prev, convex {weight}", "plain", "prev", weight))
+        rows.append(Config(f"kw header / vec prev, convex {weight}", "header", "prev", weight))
     for weight in (0.2, 0.3, 0.35):
         rows.append(Config(f"kw header / vec header+prev, convex {weight}", "header",
                            "header+prev", weight=weight))  # fmt: skip
