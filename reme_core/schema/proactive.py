@@ -162,13 +162,15 @@ class ProactiveTopics(BaseModel):
         return sorted(found, key=lambda t: (t.last_seen, t.first_seen), reverse=True)
 
     def render_note(self, today: str, limit: int = 10) -> str:
-        """``daily/_proactive.md``: the topics to raise, newest first, at most ``limit``."""
+        """``daily/_proactive.md``: the topics to raise, newest first, at most ``limit``. Its text
+        changes only with the topics (or a snooze falling due on ``today``), so a run with nothing
+        new leaves it, and the history, as they are."""
         raised = self.to_raise(today)
         lines = [
             "---",
             "name: Follow-ups to raise",
             "description: Open questions and tasks from recent daily notes, for the next session.",
-            f"updated: {today}",
+            f"updated: {self.updated[:10] if self.updated else today}",
             "---",
             "",
             "# Follow-ups to raise",

@@ -74,7 +74,7 @@ class ProactiveStep(Step):
             groups = batches(notes, self.settings.batch_tokens)
             for batch in groups[: self.settings.max_batches]:
                 try:
-                    topics, done = self._batch(llm, run, topics, batch, found, read)
+                    topics, done = self._batch(llm, run, topics, batch)
                 except Rejected as exc:
                     out["failed"].append({"notes": [n.path for n in batch], "reason": str(exc)})
                     break  # later notes may build on these: they wait too
@@ -84,8 +84,14 @@ class ProactiveStep(Step):
             out["read"] = sorted(read)
             out["checks"] = verify(found.topics, topics, read, _exists(reme)) if read else []
             result = {**out, **_ids(changes), "open": len(topics.to_raise(day))}
-            if params.dry_run or not read:
-                if not read and not params.dry_run and run.review != "queue":
+            if params.dry_run:
+                return result
+            if not changes.count():
+                # Nothing to change (no notes, or notes with no follow-up in them): the notes
+                # count as read, and only the note is brought up to date (a snooze fell due).
+                if read:
+                    advance(reme, found.hash, base, read)
+                if run.review != "queue":
                     self._refresh_note(reme, topics, day, result)
                 return result
             topics = topics.model_copy(update={"updated": now(reme)})
@@ -116,9 +122,7 @@ class ProactiveStep(Step):
                 run.record(verb)
         return result
 
-    def _batch(
-        self, llm: Any, run: Any, topics: Any, batch: list[Any], found: Any, read: dict[str, str]
-    ) -> tuple[Any, Changes]:
+    def _batch(self, llm: Any, run: Any, topics: Any, batch: list[Any]) -> tuple[Any, Changes]:
         """One call, applied and verified; Rejected after the last attempt."""
         reason = ""
         for _ in range(self.settings.retries + 1):

@@ -219,3 +219,14 @@ def test_dry_run_writes_nothing(ws: Workspace):
     result = ws.run(new(), dry_run=True)
     assert result.outputs["new"] == [TOPIC] and result.outputs["written"] == []
     assert ws.tree() == before
+
+
+def test_notes_without_follow_ups_are_read_and_change_nothing(ws: Workspace):
+    ws.run(new())
+    before = ws.tree()
+    ws.write(HEALTHZ, "---\nname: Lunch\n---\n\nLunch with the team.\n")
+    quiet = ws.run({})  # the model finds nothing to follow up
+    assert quiet.outputs["read"] == [HEALTHZ] and quiet.outputs["written"] == []
+    after = ws.tree()
+    assert after[TOPICS] == before[TOPICS] and after[NOTE] == before[NOTE]
+    assert quiet.verbs == [] and ws.run().outputs["pending"] == []  # the cursor moved on

@@ -17,7 +17,7 @@ from reme_core.cli import cli
 from reme_core.runtime import Reme
 from reme_core.server.mcp_server import build_mcp_server
 from reme_core.server.principal import LOCAL_ADMIN, Principal
-from tests.server.api_support import plugins, served
+from tests.server.api_support import plugins, running_server, served
 
 NOTE = "daily/2026-11-12/session-onboarding-questions.md"
 QUESTION = "Answer the onboarding questions left open"
@@ -118,3 +118,21 @@ def test_cli_run_and_list_with_json(tmp_path: Path, monkeypatch):
     assert code == 0 and [t["id"] for t in json.loads(out)["topics"]] == [TOPIC]
     code, out = reme("proactive", "list", "--state", "all")
     assert code == 0 and f"{TOPIC}  open" in out and QUESTION in out
+
+
+def test_cli_goes_through_a_running_server(tmp_path: Path):
+    workspace = copy_example(tmp_path / "ws")
+    env = {**KEYWORD_ONLY_ENV, "REME_TOKEN": "", "REME_LOCAL": ""}
+
+    def reme(*args: str) -> tuple[int, str]:
+        result = CliRunner().invoke(cli, [*args, "-w", str(workspace)], env=env)
+        return result.exit_code, result.output
+
+    with running_server(workspace, script(tmp_path)):
+        code, out = reme("proactive", "run", "--json")
+        assert code == 0, out
+        ran = json.loads(out)
+        assert ran["outputs"]["new"] == [TOPIC] and ran["history"]  # the server's own run
+        code, out = reme("proactive", "list", "--json")
+        assert code == 0 and [t["id"] for t in json.loads(out)["topics"]] == [TOPIC]
+    assert QUESTION in (workspace / "daily" / "_proactive.md").read_text(encoding="utf-8")
