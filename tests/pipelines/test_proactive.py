@@ -230,3 +230,22 @@ def test_notes_without_follow_ups_are_read_and_change_nothing(ws: Workspace):
     after = ws.tree()
     assert after[TOPICS] == before[TOPICS] and after[NOTE] == before[NOTE]
     assert quiet.verbs == [] and ws.run().outputs["pending"] == []  # the cursor moved on
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        (
+            "pipelines.proactive.steps=[{name: proactive, settings: {max_raised: 0}}]",
+            "max_raised",
+        ),
+        ("pipelines.proactive.steps=[{name: proactive, settings: {batch: 3}}]", "batch"),
+        ("server.schedule.proactive='18:00'", "server.schedule.proactive"),
+    ],
+)
+def test_bad_settings_are_refused_naming_the_key(tmp_path: Path, override: str, message: str):
+    from reme_core.server.scheduler import schedule_crons
+
+    ws = Workspace(tmp_path, override)
+    with pytest.raises(ConfigError, match=message):
+        schedule_crons(ws.open().settings)  # a bad step setting fails at open already
