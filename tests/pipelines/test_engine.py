@@ -75,7 +75,7 @@ def test_failing_step_is_named(reme: Reme):
 def test_unknown_pipeline_lists_the_configured_ones(reme: Reme):
     with pytest.raises(
         PipelineError,
-        match=r"unknown pipeline 'nope' \(configured: auto_memory, auto_memory_cc, auto_memory_codex, auto_resource, auto_tag, dream, fails, search, twice\)",
+        match=r"unknown pipeline 'nope' \(configured: auto_memory, auto_memory_cc, auto_memory_codex, auto_resource, auto_tag, dream, fails, proactive, search, twice\)",
     ):
         reme.run("nope")
 
