@@ -55,6 +55,7 @@ def test_a_read_token_sees_read_tools_and_cannot_write_or_delete(served: tuple[P
         *("memory_get", "memory_list", "memory_retrieve"),
         *("links", "history", "history_show"),
         *("review_list", "review_show"),
+        "proactive",
     }
     assert reader["write"].is_error and reader["delete"].is_error
     assert not (workspace / NOTE).exists()

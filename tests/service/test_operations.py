@@ -43,6 +43,7 @@ def test_the_issue_lists_every_operation_with_its_profile():
         **dict.fromkeys(["links", "history", "history_show"], "read"),
         "revert": "admin",
         **dict.fromkeys(["forget", "expire"], "admin"),
+        **{"proactive": "read", "proactive_run": "write"},
         "review_reject": "write",
         "review_approve": "admin",
     }
