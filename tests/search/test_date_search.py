@@ -16,6 +16,7 @@ from reme_core.pipelines.engine import PipelineError
 from reme_core.plugins import Plugins
 from reme_core.runtime import Reme
 from reme_core.service.note_ops import SearchInput
+from reme_core.service.operations import OPERATIONS
 from reme_core.workspace.layout import init_workspace
 
 HIKE_APRIL = "daily/2024-04-02/walk.md"
@@ -105,3 +106,16 @@ def test_cli_as_of(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert bad.exit_code != 0
     assert "'2024-02-30' is not a date (YYYY-MM-DD)" in bad.output
     assert "Traceback" not in bad.output
+
+
+def test_the_search_operation_passes_as_of_on(workspace: Path) -> None:
+    """The operation HTTP and MCP call: ``as_of`` as JSON gives it a string."""
+    with _open(workspace, "search.date_boost=0.3") as reme:
+        reme.index()
+        op = OPERATIONS["search"]
+        hits = op.call(reme, {"query": QUESTION, "as_of": "2024-05-15", "expand": False})["hits"]
+        assert hits[0]["path"] == HIKE_MAY
+        hits = op.call(reme, {"query": QUESTION, "as_of": "2024-04-10", "expand": False})["hits"]
+        assert hits[0]["path"] == HIKE_APRIL
+        with pytest.raises(ValidationError, match="as_of"):
+            op.call(reme, {"query": QUESTION, "as_of": "last week"})
