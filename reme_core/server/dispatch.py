@@ -44,13 +44,25 @@ RECORDED = frozenset(
         "run",
         "reindex",
         "memory_summarize",
+        "proactive_run",
     }
 )
 """Operations whose runs ``/status`` lists (pipelines and maintenance)."""
 SERIAL = frozenset(
-    {"auto_memory", "auto_memory_cc", "auto_memory_codex", "auto_resource", "dream", "run"}
+    {
+        "auto_memory",
+        "auto_memory_cc",
+        "auto_memory_codex",
+        "auto_resource",
+        "dream",
+        "run",
+        "proactive_run",
+    }
 )
 """Pipelines: one run at a time per workspace (their usage counters assume it)."""
+PIPELINE_OF = {"proactive_run": "proactive"}
+"""Operations that run a pipeline of another name: they take that pipeline's lock, which its
+scheduled job and ``run`` take too."""
 
 
 def authorize(
@@ -121,6 +133,7 @@ def _leased(
     started = time.time()
     # `run` takes the named pipeline's lock, so it never overlaps an API or scheduled run of it.
     key = getattr(given, "pipeline", op.name) if op.name == "run" else op.name
+    key = PIPELINE_OF.get(key, key)
     serial = registry.serial(workspace, key) if op.name in SERIAL else nullcontext()
     try:
         with serial, registry.use(workspace) as reme:

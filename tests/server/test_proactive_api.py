@@ -136,3 +136,23 @@ def test_cli_goes_through_a_running_server(tmp_path: Path):
         code, out = reme("proactive", "list", "--json")
         assert code == 0 and [t["id"] for t in json.loads(out)["topics"]] == [TOPIC]
     assert QUESTION in (workspace / "daily" / "_proactive.md").read_text(encoding="utf-8")
+
+
+def test_a_run_waits_for_the_pipelines_lock_and_is_listed_in_status(tmp_path: Path):
+    import threading
+
+    with served(tmp_path / "srv", script(tmp_path)) as api:
+        lock = api.registry.serial("default", "proactive")  # what the 18:00 job and `run` hold
+        lock.acquire()
+        answers: list[int] = []
+        caller = threading.Thread(
+            target=lambda: answers.append(api.post("proactive_run", token="write").status_code)
+        )
+        caller.start()
+        caller.join(1.0)
+        assert caller.is_alive() and answers == []  # waits while the pipeline runs elsewhere
+        lock.release()
+        caller.join(30)
+        assert answers == [200]
+        runs = api.post("status").json()["server"]["last_runs"]
+        assert runs[0]["operation"] == "proactive_run" and runs[0]["ok"] is True
