@@ -53,7 +53,7 @@ CORE_COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "integrate": (
         "reme_core.cli.integrate_cmd",
-        "Connect an agent host (claude-code, codex) to this workspace: its MCP entry, hooks and a write token.",
+        "Connect an agent host (claude-code, codex, hermes, openclaw) to this workspace: MCP, hooks, a write token.",
     ),
     "links": (
         "reme_core.cli.links_cmd",
@@ -103,7 +103,7 @@ CORE_COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("reme_core.cli.run_cmd", "Run a configured pipeline (`pipelines.<NAME>.steps`), e.g."),
     "search": (
         "reme_core.cli.search_cmd",
-        "Hybrid search of the workspace: keyword (BM25) and vector arms fused by reciprocal rank (scores 0..1, 1 = ranked first by every arm that ran); filters are applied inside each arm.",
+        "Hybrid search of the workspace: keyword (BM25) and vector arms fused (search.fusion; scores 0..1, 1 = ranked first by every arm that ran); filters are applied inside each arm.",
     ),
     "serve": (
         "reme_core.cli.serve_cmd",

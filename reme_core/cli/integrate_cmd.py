@@ -47,7 +47,7 @@ def integrate_command(
     config_file: Path | None,
     overrides: tuple[str, ...],
 ) -> None:
-    """Connect an agent host (claude-code, codex, hermes) to this workspace: its MCP entry, hooks and a write token.
+    """Connect an agent host (claude-code, codex, hermes, openclaw) to this workspace: MCP, hooks, a write token.
 
     Every file it changes is backed up under .reme/integrations/ and every change is printed
     (secrets masked); a rerun changes nothing. --remove restores the files exactly and revokes
