@@ -1,7 +1,8 @@
 """Every operation a caller can perform on a workspace, under one import.
 
 The operations are defined by family (``note_ops``, ``history_ops``, ``pipeline_ops``,
-``memory_ops``, ``review_ops``) on the framework in ``framework`` and the token profiles in
+``memory_ops``, ``review_ops``, ``lifecycle_ops`` for forget and expire, ``proactive_ops``) on
+the framework in ``framework`` and the token profiles in
 ``profiles``; ``table`` assembles ``OPERATIONS``. This module re-exports their public names so
 the server, MCP, the CLI, plugins and tests import them from one place.
 """
