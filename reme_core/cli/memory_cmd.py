@@ -69,7 +69,10 @@ def _metadata(items: tuple[str, ...], option: str) -> dict[str, Any]:
 
 def _line(record: dict[str, Any]) -> str:
     first = next((ln for ln in record["content"].splitlines() if ln.strip()), "")
-    return f"{record['memory_id']}  {record['updated'][:10]}  {first[:80]}"
+    line = f"{record['memory_id']}  {record['updated'][:10]}  {first[:80]}"
+    if record.get("status") == "superseded":
+        line += f"  (superseded by {record.get('superseded_by') or 'a newer record'})"
+    return line
 
 
 def _show(record: dict[str, Any]) -> str:
@@ -81,6 +84,8 @@ def _show(record: dict[str, Any]) -> str:
         head.append(f"metadata: {json.dumps(record['metadata'], ensure_ascii=False)}")
     if record["sources"]:
         head.append("sources: " + ", ".join(record["sources"]))
+    if record.get("status") == "superseded":
+        head.append(f"superseded by {record.get('superseded_by') or 'a newer record'}")
     head.append(f"updated {record['updated']}, created {record['created']}")
     return "\n".join(head) + "\n\n" + record["content"]
 
@@ -165,7 +170,14 @@ def update_command(opener: Callable[[], Any], as_json: bool, memory_id: str, **g
     }
     with opener() as reme:
         result = call(reme, "memory_update", payload)
-    emit(result, as_json, lambda r: f"{r['action']} {r['record']['memory_id']}{_history(r)}")
+
+    def text(r: dict[str, Any]) -> str:
+        line = f"{r['action']} {r['record']['memory_id']}{_history(r)}"
+        if r.get("superseded"):
+            line += f"\nkept the old statement as {r['superseded']['memory_id']} (superseded)"
+        return line
+
+    emit(result, as_json, text)
 
 
 @memory_group.command("delete")
@@ -236,11 +248,19 @@ def list_command(opener: Callable[[], Any], as_json: bool, **given: Any) -> None
 @scope_options
 @click.option("--limit", type=click.IntRange(min=1, max=50), default=5, show_default=True)
 @click.option("--min-score", type=click.FloatRange(0, 1))
+@click.option(
+    "--status",
+    "statuses",
+    multiple=True,
+    type=click.Choice(["active", "archived", "superseded"]),
+    help="Statuses to search (default: active); a superseded hit names its newer memory.",
+)
 @workspace_options(remote=True, writes=False)
 def retrieve_command(opener: Callable[[], Any], as_json: bool, query: str, **given: Any) -> None:
     """Search the memories of one scope."""
+    payload = {"query": query, **given, "statuses": list(given["statuses"]) or None}
     with opener() as reme:
-        result = call(reme, "memory_retrieve", {"query": query, **given})
+        result = call(reme, "memory_retrieve", payload)
 
     def text(r: dict[str, Any]) -> str:
         lines = [f"{hit['score']:.3f}  {_line(hit['record'])}" for hit in r["hits"]]

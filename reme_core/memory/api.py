@@ -38,12 +38,22 @@ from reme_core.memory.models import (
     SkippedDraft,
     check_memory_id,
     check_sort_key,
+    check_statuses,
 )
-from reme_core.memory.records import Clock, new_record, record_fields, rewritten, same_content
+from reme_core.memory.records import (
+    Clock,
+    check_current,
+    new_record,
+    record_fields,
+    rewritten,
+    same_content,
+    superseded_copy,
+)
 from reme_core.memory.store import Loaded, MemoryStore, check_expected
 from reme_core.memory.summarize import PROMPTS, extract
 from reme_core.pipelines.prompts import load_prompts
 from reme_core.schema import SearchFilters
+from reme_core.schema.note import NoteStatus
 
 if TYPE_CHECKING:
     from reme_core.runtime import Reme
@@ -104,12 +114,18 @@ class MemoryApi:
     ) -> MemoryChange:
         """Change the fields given. ``metadata`` is merged key by key (a null value removes a
         key); ``sources`` replaces the list. Nothing to change leaves the note (and its
-        ``updated``) as it was."""
+        ``updated``) as it was.
+
+        New content replaces a statement, so the old one is kept, not overwritten: as record
+        ``<id>-v<N>`` (``status: superseded``, ``superseded_by`` the record), which listings and
+        retrieval leave out unless asked for superseded records. A superseded record itself is
+        not updated (its newer version is)."""
         scope = MemoryScope.of(user_name, task_name, tool_name)
         check_memory_id(memory_id)
         with changing(self.reme, scope) as change:
             current = self.store.find(scope, memory_id)
             check_expected(current.record, expected_hash)
+            check_current(current.record)
             merged = {**current.record.metadata, **(metadata or {})}
             fields = record_fields(
                 scope,
@@ -118,10 +134,12 @@ class MemoryApi:
                 {k: v for k, v in merged.items() if v is not None},
                 current.record.sources if sources is None else sources,
             )
-            record = self._rewrite(current, change, **fields)
+            rewrite = self._rewrite(current, change, **fields)
+            record, kept = rewrite or (None, None)
             result = MemoryChange(
                 action="unchanged" if record is None else "updated",
                 record=record or current.record,
+                superseded=kept,
             )
             if record is not None:
                 change.commit(f"update {memory_id}", result)
@@ -136,15 +154,28 @@ class MemoryApi:
         tool_name: str | None = None,
         expected_hash: str | None = None,
     ) -> MemoryChange:
-        """Delete one record (journalled, and undoable with ``reme revert``)."""
+        """Delete one record and its superseded versions (journalled, and undoable with
+        ``reme revert``)."""
         scope = MemoryScope.of(user_name, task_name, tool_name)
         check_memory_id(memory_id)
         with changing(self.reme, scope) as change:
             current = self.store.find(scope, memory_id)
             check_expected(current.record, expected_hash)
-            self.store.remove(current.record)
-            change.verbs.append(f"DELETE {current.record.path}")
-            result = MemoryChange(action="deleted", record=current.record)
+            # Its superseded versions go with it: kept, they would name a record that is gone
+            # (the version history keeps them, and a revert brings them back together).
+            versions = [
+                loaded.record
+                for loaded in self.store.records(scope)[0]
+                if loaded.record.status == "superseded" and loaded.record.superseded_by == memory_id
+            ]
+            for old in [current.record, *versions]:
+                self.store.remove(old)
+                change.verbs.append(f"DELETE {old.path}")
+            result = MemoryChange(
+                action="deleted",
+                record=current.record,
+                versions=[v.memory_id for v in versions],
+            )
             change.commit(f"delete {memory_id}", result)
         return result
 
@@ -220,10 +251,14 @@ class MemoryApi:
         tool_name: str | None = None,
         limit: int = 5,
         min_score: float | None = None,
+        statuses: Sequence[NoteStatus] = ("active",),
     ) -> MemoryRetrieval:
         """Search the scope's records for ``query``, best first. The search is restricted to the
-        scope's folder, and each hit's note is read and checked against the scope."""
+        scope's folder, and each hit's note is read and checked against the scope. Only active
+        records unless ``statuses`` says otherwise; a superseded hit names its newer record in
+        ``record.superseded_by``."""
         scope = MemoryScope.of(user_name, task_name, tool_name)
+        wanted = check_statuses(statuses)
         if not query.strip():
             raise WorkspaceError("query is empty: say what to look for")
         if not 1 <= limit <= MAX_RETRIEVE:
@@ -234,7 +269,7 @@ class MemoryApi:
             # notes that fail the scope check.
             limit=min(limit * 5, 200),
             min_score=min_score,
-            filters=SearchFilters(paths=[scope_folder(scope)], statuses=["active"]),
+            filters=SearchFilters(paths=[scope_folder(scope)], statuses=wanted),
             expand=False,
         )
         result = MemoryRetrieval(
@@ -248,6 +283,8 @@ class MemoryApi:
             loaded = self.store.scoped(hit.path, scope)
             if loaded is None:
                 continue  # not a record, or another scope's: never shown to this caller
+            if loaded.record.status not in wanted:
+                continue  # the index lags a hand edit of the status: the note decides
             result.hits.append(MemoryHit(score=hit.score, record=loaded.record))
             if len(result.hits) >= limit:
                 break
@@ -300,8 +337,10 @@ class MemoryApi:
                 drafts = extract(llm, prompts, scope, chat, active)
             # The agent's model calls count too (toolloop calls this model).
             result = MemorySummary(usage=llm.usage.since(before) if llm is not None else before)
-            by_content = {
-                same_content(x.record.content): x.record.memory_id for x in existing.values()
+            by_content = {  # a superseded statement is no longer the scope's to repeat
+                same_content(x.record.content): x.record.memory_id
+                for x in existing.values()
+                if x.record.status != "superseded"
             }
             if queue:
                 from reme_core.memory.review import MemoryProposer  # it builds on this module
@@ -313,7 +352,13 @@ class MemoryApi:
             for draft in drafts:
                 metadata = draft.metadata(scope.memory_type)
                 target = existing.get(draft.refines) if draft.refines else None
-                if draft.refines and target is None:
+                if target is not None and target.record.status == "superseded":
+                    result.warnings.append(
+                        f"the model said a memory refines {draft.refines!r}, which is superseded "
+                        f"by {target.record.superseded_by!r}; it was added as a new one"
+                    )
+                    target = None
+                elif draft.refines and target is None:
                     result.warnings.append(
                         f"the model said a memory refines {draft.refines!r}, which is no "
                         f"{scope.describe()} memory; it was added as a new one"
@@ -328,12 +373,16 @@ class MemoryApi:
                             merged,
                             [*target.record.sources, *linked],
                         )
-                        record = self._rewrite(target, change, **fields)
-                        if record is None:
+                        rewrite = self._rewrite(target, change, **fields)
+                        if rewrite is None:
                             result.unchanged.append(target.record.memory_id)
                             continue
+                        record, kept = rewrite
                         existing[record.memory_id] = self.store.find(scope, record.memory_id)
                         updated[record.memory_id] = record
+                        if kept is not None:
+                            existing[kept.memory_id] = self.store.find(scope, kept.memory_id)
+                            result.superseded.append(kept)
                     elif same_content(draft.content) in by_content:
                         result.unchanged.append(by_content[same_content(draft.content)])
                         continue
@@ -363,14 +412,34 @@ class MemoryApi:
         change.verbs.append(f"ADD {record_path(scope, memory_id)}")
         return record
 
-    def _rewrite(self, current: Loaded, change: Change, **fields: Any) -> MemoryRecord | None:
-        """The record rewritten with ``fields``; None when they change nothing."""
+    def _rewrite(
+        self, current: Loaded, change: Change, **fields: Any
+    ) -> tuple[MemoryRecord, MemoryRecord | None] | None:
+        """The record rewritten with ``fields`` and, when its content changed, the old statement
+        kept as a superseded record; None when the fields change nothing."""
+        check_current(current.record)
         text = rewritten(current, self.clock, **fields)
         if text is None:
             return None
-        record = self.store.replace(current.record, text)
+        kept: MemoryRecord | None = None
+        if same_content(fields["content"]) != same_content(current.record.content):
+            scope = current.record.scope
+            copy_id = self.store.free_version(scope, current.record.memory_id)
+            today = self.clock().astimezone(self.reme.settings.tzinfo()).date()
+            copy = superseded_copy(current, copy_id, current.record.path, today)
+            # The copy first: if the rewrite then fails (a hand edit raced it), the copy goes
+            # again, so a failed update changes nothing; the other way round it could overwrite.
+            kept = self.store.create(scope, copy_id, copy)
+        try:
+            record = self.store.replace(current.record, text)
+        except BaseException:
+            if kept is not None:
+                self.store.remove(kept)
+            raise
+        if kept is not None:
+            change.verbs.append(f"SUPERSEDE {kept.path}")
         change.verbs.append(f"UPDATE {record.path}")
-        return record
+        return record, kept
 
 
 def _messages(messages: Iterable[MemoryMessage | dict[str, Any]]) -> list[MemoryMessage]:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from reme_core.components import LlmUsage
 from reme_core.errors import WorkspaceError
-from reme_core.schema.note import NoteStatus
+from reme_core.schema.note import NOTE_STATUSES, NoteStatus
 
 __all__ = [  # what ``reme_core.memory`` exports, beside ``MemoryApi``
     "MemoryChange",
@@ -150,6 +151,9 @@ class MemoryRecord(BaseModel):
     sources: list[str] = Field(default_factory=list)
     """Link targets (``sessions/s1.jsonl``), written as ``[[wikilinks]]`` in the note."""
     status: NoteStatus = "active"
+    superseded_by: str | None = None
+    """For a ``superseded`` record: the id of the record that replaced its statement (an update
+    of the content keeps the old statement as ``<id>-v<N>``, superseded by ``<id>``)."""
     path: str
     content_hash: str
     """sha256 of the note: pass it back as ``expected_hash`` to update or delete safely."""
@@ -239,6 +243,16 @@ def check_sort_key(sort_key: str) -> str:
     )
 
 
+def check_statuses(statuses: Sequence[str]) -> list[NoteStatus]:
+    wanted = list(dict.fromkeys(statuses))
+    if not wanted:
+        raise WorkspaceError("statuses is empty: name at least one of active, archived, superseded")
+    bad = [s for s in wanted if s not in NOTE_STATUSES]
+    if bad:
+        raise WorkspaceError(f"unknown status {bad[0]!r}: use active, archived or superseded")
+    return wanted  # type: ignore[return-value]  # checked against NOTE_STATUSES above
+
+
 # -- results -------------------------------------------------------------------------------
 
 
@@ -255,6 +269,10 @@ class MemoryChange(Recorded):
     action: Literal["added", "updated", "unchanged", "deleted"]
     record: MemoryRecord
     """The record after the change (for ``deleted``, as it was)."""
+    superseded: MemoryRecord | None = None
+    """``updated`` with new content: the statement it replaced, kept as a superseded record."""
+    versions: list[str] = Field(default_factory=list)
+    """``deleted``: the ids of the record's superseded versions, deleted with it."""
 
 
 class MemoryList(BaseModel):
@@ -273,6 +291,8 @@ class MemoryHit(BaseModel):
 class MemoryRetrieval(BaseModel):
     query: str
     hits: list[MemoryHit] = Field(default_factory=list)
+    """A hit whose record is superseded (asked for with ``statuses``) names the newer one in
+    ``record.superseded_by``."""
     arms: list[str] = Field(default_factory=list)
     degraded: list[str] = Field(default_factory=list)
 
@@ -291,6 +311,8 @@ class SkippedDraft(BaseModel):
 class MemorySummary(Recorded):
     added: list[MemoryRecord] = Field(default_factory=list)
     updated: list[MemoryRecord] = Field(default_factory=list)
+    superseded: list[MemoryRecord] = Field(default_factory=list)
+    """The statements the updates replaced, kept as superseded records."""
     unchanged: list[str] = Field(default_factory=list)
     """Ids of existing records the model repeated without changing."""
     skipped: list[SkippedDraft] = Field(default_factory=list)

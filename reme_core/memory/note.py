@@ -200,6 +200,7 @@ def parse(path: str, text: str, content_hash: str) -> MemoryRecord:
         updated=updated,
         sources=sources,
         status=note.status,
+        superseded_by=_newer(fm.get("superseded_by")) if note.status == "superseded" else None,
         path=path,
         content_hash=content_hash,
     )
@@ -221,6 +222,19 @@ def split_body(body: str) -> tuple[str, list[str]]:
         elif in_sources:
             linked += [link.raw for link in parse_links(line)]
     return content, linked
+
+
+def _newer(value: Any) -> str | None:
+    """The memory id a superseded record names as its newer version: the last part of its
+    ``superseded_by`` link (``[[digest/personal/alice/<id>]]``), since a record's file is named
+    by its id; the link as written when it names no valid id."""
+    if isinstance(value, list):  # superseded_by: ["[[a]]"] names the first, as search does
+        value = value[0] if value else None
+    if not isinstance(value, str) or not value.strip():
+        return None
+    target = value.strip().removeprefix("[[").removesuffix("]]").split("|")[0].split("#")[0]
+    stem = target.strip().rsplit("/", 1)[-1].removesuffix(".md")
+    return stem if MEMORY_ID.match(stem) else value.strip()
 
 
 def _moment(value: Any, key: str) -> dt.datetime | None:

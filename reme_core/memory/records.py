@@ -14,10 +14,11 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from reme_core.errors import WorkspaceError
+from reme_core.errors import FrontmatterError, WorkspaceError
 from reme_core.memory import note
-from reme_core.memory.models import MemoryScope, ToolMetadata
+from reme_core.memory.models import MemoryRecord, MemoryScope, ToolMetadata
 from reme_core.memory.store import Loaded
+from reme_core.workspace.frontmatter import update_frontmatter
 
 Clock = Callable[[], dt.datetime]
 
@@ -42,6 +43,24 @@ def rewritten(current: Loaded, clock: Clock, **fields: Any) -> str | None:
         keep=current.frontmatter,
         **fields,
     )
+
+
+def superseded_copy(current: Loaded, copy_id: str, newer: str, today: dt.date) -> str:
+    """The record's note as it is now, kept as record ``copy_id`` with ``status: superseded``
+    and ``superseded_by: [[<newer>]]`` (the current record's path, which keeps meaning "the
+    current statement"); the body and every other key stay as they were."""
+    fields = {
+        "memory_id": copy_id,
+        "status": "superseded",
+        "superseded_by": f"[[{newer.removesuffix('.md')}]]",
+        "superseded_on": today.isoformat(),
+    }
+    try:
+        return update_frontmatter(current.text, fields, path=current.record.path)
+    except FrontmatterError as exc:  # it parsed a moment ago; kept as a clear refusal
+        raise WorkspaceError(
+            f"{current.record.path}: cannot keep the superseded statement: {exc}"
+        ) from None
 
 
 def record_fields(
@@ -83,3 +102,12 @@ def _metadata(scope: MemoryScope, metadata: dict[str, Any]) -> dict[str, Any]:
             "metadata values must be text, numbers, booleans, null, or lists and mappings of those"
         ) from None
     return dict(metadata)
+
+
+def check_current(record: MemoryRecord) -> None:
+    """A superseded record is history: it is not updated (its newer version is)."""
+    if record.status == "superseded":
+        newer = f"memory {record.superseded_by!r}" if record.superseded_by else "a newer record"
+        raise WorkspaceError(
+            f"memory {record.memory_id} is superseded by {newer}: update that one instead"
+        )

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from reme_core.errors import ConflictError, NotFoundError, UnsupportedFileError, WorkspaceError
 from reme_core.memory import note
 from reme_core.memory.layout import record_path, scope_folder
-from reme_core.memory.models import MemoryRecord, MemoryScope
+from reme_core.memory.models import MEMORY_ID, MemoryRecord, MemoryScope
 from reme_core.memory.note import NotARecord
 from reme_core.workspace.hashing import content_hash
 from reme_core.workspace.notes import parse_note
@@ -25,12 +25,18 @@ if TYPE_CHECKING:
     from reme_core.runtime import Reme
 
 
+MAX_VERSIONS = 1000
+"""A record updated more often than this is a loop, not a history."""
+
+
 @dataclass(frozen=True)
 class Loaded:
     """A record and the note's whole frontmatter (its other keys survive a rewrite)."""
 
     record: MemoryRecord
     frontmatter: dict[str, Any]
+    text: str = ""
+    """The note as read (a superseded copy keeps it byte for byte, bar its frontmatter)."""
 
 
 def belongs(record: MemoryRecord, scope: MemoryScope) -> bool:
@@ -57,7 +63,7 @@ class MemoryStore:
         except UnicodeDecodeError:
             raise NotARecord("not UTF-8 text") from None
         record = note.parse(rel, text, content_hash(data))
-        return Loaded(record, parse_note(rel, text).frontmatter)
+        return Loaded(record, parse_note(rel, text).frontmatter, text)
 
     def scoped(self, rel: str, scope: MemoryScope) -> Loaded | None:
         """The record in ``rel`` if it is one of ``scope``'s; None otherwise (whatever the
@@ -95,6 +101,23 @@ class MemoryStore:
             if loaded.record.memory_id == memory_id:
                 return loaded
         raise NotFoundError(f"no memory {memory_id!r} for {scope.describe()}")
+
+    def free_version(self, scope: MemoryScope, memory_id: str) -> str:
+        """The first ``<id>-v<N>`` that is neither a note in the scope's folder nor the id of one
+        of its records: the id a superseded copy of ``memory_id`` is kept under, so it is a
+        record of its own and never a second record with the current one's id."""
+        taken = {loaded.record.memory_id for loaded in self.records(scope)[0]}
+        for number in range(1, MAX_VERSIONS + 1):
+            candidate = f"{memory_id}-v{number}"
+            if not MEMORY_ID.match(candidate):
+                raise WorkspaceError(
+                    f"memory id {memory_id!r} is too long to keep a superseded version beside it "
+                    "(ids are at most 64 characters): add the new statement as a new memory"
+                )
+            exists = self.reme.paths.resolve(record_path(scope, candidate))[1].exists()
+            if candidate not in taken and not exists:
+                return candidate
+        raise WorkspaceError(f"memory {memory_id!r} has {MAX_VERSIONS} superseded versions already")
 
     def _notes(self, folder: str) -> list[str]:
         """Markdown files under ``folder``, sorted; hidden entries and symbolic links skipped."""

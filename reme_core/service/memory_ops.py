@@ -9,6 +9,7 @@ from pydantic import Field, model_validator
 
 from reme_core.memory import MemoryApi, MemoryFilters, MemoryMessage, MemoryScope, MemoryType
 from reme_core.runtime import Reme
+from reme_core.schema.note import NoteStatus
 from reme_core.service.framework import Input, Operation
 
 
@@ -70,6 +71,9 @@ class MemoryRetrieveInput(MemoryScopeInput):
     query: str = Field(min_length=1)
     limit: int = Field(5, ge=1, le=50)
     min_score: float | None = Field(None, ge=0, le=1)
+    statuses: list[NoteStatus] = Field(default_factory=lambda: ["active"], min_length=1)
+    """Statuses to search; ``superseded`` adds replaced statements, each naming its newer
+    record in ``record.superseded_by``."""
 
 
 class MemorySummarizeInput(MemoryScopeInput):
@@ -125,7 +129,7 @@ MEMORY_OPERATIONS: list[Operation] = [
         "Search one scope's memory records (a user's, a task's or a tool's).",
         MemoryRetrieveInput,
         lambda r, i: MemoryApi(r).retrieve(
-            i.query, **i.scope(), limit=i.limit, min_score=i.min_score
+            i.query, **i.scope(), limit=i.limit, min_score=i.min_score, statuses=i.statuses
         ),
         read_only=True,
         idempotent=True,
@@ -147,7 +151,8 @@ MEMORY_OPERATIONS: list[Operation] = [
     Operation(
         "memory_update",
         "write",
-        "Change a memory record's content, when_to_use, metadata or sources.",
+        "Change a memory record's content, when_to_use, metadata or sources (new content keeps "
+        "the old statement as a superseded record).",
         MemoryUpdateInput,
         _memory_update,
         idempotent=True,
