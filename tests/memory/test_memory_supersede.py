@@ -169,3 +169,34 @@ def test_the_cli_says_what_it_kept_and_shows_superseded_on_request(tmp_path: Pat
     assert [h["record"]["superseded_by"] for h in hits] == [memory_id]
     refused = run("memory", "update", f"{memory_id}-v1", "--user", "alice", "--content", "x")
     assert refused.exit_code != 0 and "update that one instead" in refused.output
+
+
+def test_a_summary_that_refines_a_record_keeps_what_it_replaced(tmp_path: Path):
+    from tests.memory.support import scripted
+    from tests.memory.test_memory_summarize import CHAT, memory
+
+    root = tmp_path / "ws"
+    with open_workspace(root) as setup:
+        setup_api = MemoryApi(setup, clock=ticking())
+        record = setup_api.add("Uses 4 spaces.", user_name="alice").record
+        old = setup_api.update(record.memory_id, user_name="alice", content="Uses 3 spaces.")
+        assert old.superseded is not None
+    answers = [
+        {"memories": [memory("Uses 2 spaces in YAML.", refines=record.memory_id)]},
+        # A refinement of a superseded statement is no update of it: added as a new record.
+        {"memories": [memory("Uses tabs.", refines=old.superseded.memory_id)]},
+    ]
+    with open_workspace(root, scripted(tmp_path, answers, llm="recording")) as reme:
+        api = MemoryApi(reme, clock=ticking())
+        done = api.summarize(CHAT, user_name="alice")
+        assert [r.content for r in done.updated] == ["Uses 2 spaces in YAML."]
+        assert [(r.memory_id, r.content) for r in done.superseded] == [
+            (f"{record.memory_id}-v2", "Uses 3 spaces.")
+        ]
+        assert "Uses 4 spaces." not in reme.llm.prompts()[0]  # only active records are offered
+        second = api.summarize(CHAT, user_name="alice")
+        assert "superseded" in second.warnings[0] and [r.content for r in second.added] == [
+            "Uses tabs."
+        ]
+        kept = api.get(old.superseded.memory_id, user_name="alice")
+        assert kept.content == "Uses 4 spaces." and kept.status == "superseded"
