@@ -8,6 +8,7 @@ under the scope's lock, and commits it as a memory change.
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -19,15 +20,21 @@ from reme_core.errors import WorkspaceError
 from reme_core.memory import note
 from reme_core.memory.layout import record_path
 from reme_core.memory.models import MemoryScope, MemorySummary, SkippedDraft
-from reme_core.memory.records import new_record, record_fields, rewritten, same_content
-from reme_core.memory.store import Loaded, belongs
+from reme_core.memory.records import (
+    check_current,
+    new_record,
+    record_fields,
+    rewritten,
+    same_content,
+    superseded_copy,
+)
+from reme_core.memory.store import Loaded, MemoryStore, belongs
 from reme_core.memory.summarize import ExtractedMemory
 from reme_core.pipelines.locks import named_lock
 from reme_core.review import Proposal, ReviewApi, Reviewer
+from reme_core.workspace.notes import parse_note
 
 if TYPE_CHECKING:
-    import datetime as dt
-
     from reme_core.runtime import Reme
 
 MEMORY_PIPELINE = "memory_summarize"
@@ -146,6 +153,9 @@ class MemoryProposer:
                 "memory_id": memory_id,
                 "scope": _scope_fields(self.scope),
                 "content": draft.content,
+                # update: what approval keeps as the superseded statement (the record's text
+                # then, which approval checks is still its text by base_hash).
+                **({"before": before} if before is not None else {}),
             },
         )
 
@@ -188,8 +198,25 @@ class MemoryReviewer(Reviewer):
                 raise WorkspaceError(
                     f"{proposal.target} no longer holds memory {memory_id} of {scope.describe()}"
                 )
+            check_current(current)
         checks = _checks(proposal.target, proposal.content, scope, memory_id)
         return ["the record is as it was when proposed", *checks]
+
+    def applied(self, reme: Any, proposal: Proposal, content_hash: str) -> None:
+        # An approved update keeps the statement it replaced, as MemoryApi's updates do.
+        action, memory_id, scope = self._parts(proposal)
+        before = proposal.payload.get("before")
+        if action != "update" or not isinstance(before, str) or proposal.base_hash is None:
+            return
+        old = note.parse(proposal.target, before, proposal.base_hash)
+        new = note.parse(proposal.target, proposal.content, content_hash)
+        if same_content(old.content) == same_content(new.content):
+            return
+        store = MemoryStore(reme)
+        current = Loaded(old, parse_note(proposal.target, before).frontmatter, before)
+        copy_id = store.free_version(scope, memory_id)
+        today = dt.datetime.now(reme.settings.tzinfo()).date()
+        store.create(scope, copy_id, superseded_copy(current, copy_id, proposal.target, today))
 
     def message(self, proposal: Proposal) -> str:
         action, _, scope = self._parts(proposal)

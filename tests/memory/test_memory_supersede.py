@@ -200,3 +200,27 @@ def test_a_summary_that_refines_a_record_keeps_what_it_replaced(tmp_path: Path):
         ]
         kept = api.get(old.superseded.memory_id, user_name="alice")
         assert kept.content == "Uses 4 spaces." and kept.status == "superseded"
+
+
+def test_an_approved_refinement_keeps_the_statement_it_replaced(tmp_path: Path):
+    from tests.memory.support import scripted
+    from tests.memory.test_memory_summarize import CHAT, memory
+
+    root = tmp_path / "ws"
+    refine = {"memories": [memory("Uses 2 spaces in YAML.", refines="@4 spaces")]}
+    queue = "memory.review=queue"
+    with open_workspace(root, scripted(tmp_path, [refine], "reads_ids"), queue) as reme:
+        api = MemoryApi(reme, clock=ticking())
+        record = api.add("Uses 4 spaces.", user_name="alice").record
+        (proposal,) = api.summarize(CHAT, user_name="alice").proposals
+        assert files_under(root) == [record.path]  # nothing written before approval
+        (outcome,) = reme.review.approve([proposal]).succeeded
+        assert outcome.reason is None
+        assert api.get(record.memory_id, user_name="alice").content == "Uses 2 spaces in YAML."
+        kept = api.get(f"{record.memory_id}-v1", user_name="alice")
+        assert kept.content == "Uses 4 spaces." and kept.superseded_by == record.memory_id
+        entry = reme.history.entries(1)[0]
+        assert entry.message.startswith("reme memory review: approve")
+        reme.revert(entry.run, confirm=True)
+        assert files_under(root) == [record.path]
+        assert api.get(record.memory_id, user_name="alice").content == "Uses 4 spaces."
