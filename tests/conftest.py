@@ -41,6 +41,12 @@ from reme_core import plugins as plugin_module
 from reme_core.plugins import Plugins
 from reme_core.workspace import init_workspace
 
+# A wheel install (tox) has no integrations/ folder beside its packages: `reme integrate` is
+# pointed at this checkout's (reme_core.integrate.folder), here and in every `reme` a test starts.
+os.environ.setdefault(
+    "REME_INTEGRATIONS_DIR", str(Path(__file__).resolve().parents[1] / "integrations")
+)
+
 DEFAULT_PLUGIN_MODULES = [
     reme_plugins.chunker_markdown,
     reme_plugins.chunker_text,

@@ -19,14 +19,9 @@ from typing import Any
 from reme_core.errors import RemeError
 from reme_core.integrate import Target
 from reme_core.integrate.config_files import Op
+from reme_core.integrate.folder import INTEGRATIONS_DIR, MISSING_HINT
 
-HOOK_SCRIPT = (
-    Path(__file__).resolve().parents[2]
-    / "integrations"
-    / "claude_code"
-    / "hooks"
-    / "reme_stop_hook.py"
-)
+HOOK_SCRIPT = INTEGRATIONS_DIR / "claude_code" / "hooks" / "reme_stop_hook.py"
 """The hook the plugin ships (``integrations/claude_code/hooks/``), run by absolute path."""
 HOOK_EVENTS = ("Stop", "SessionEnd")
 HOOK_TIMEOUT_S = 10
@@ -49,7 +44,7 @@ def hook_command() -> str:
     if not HOOK_SCRIPT.is_file():
         raise RemeError(
             f"the Claude Code hook is not at {HOOK_SCRIPT}: `reme integrate` needs reme's "
-            "integrations/ folder (a source checkout or an editable install)"
+            f"{MISSING_HINT}"
         )
     return f'python3 "{HOOK_SCRIPT}"'
 

@@ -21,10 +21,9 @@ from typing import Any
 from reme_core.errors import ConfigError, RemeError
 from reme_core.integrate import Target
 from reme_core.integrate.config_files import Op
+from reme_core.integrate.folder import INTEGRATIONS_DIR, MISSING_HINT
 
-NOTIFY_SCRIPT = (
-    Path(__file__).resolve().parents[2] / "integrations" / "codex" / "reme_codex_notify.py"
-)
+NOTIFY_SCRIPT = INTEGRATIONS_DIR / "codex" / "reme_codex_notify.py"
 """The notify program ``integrations/codex/`` ships, run by absolute path."""
 SERVER_NAME = "reme"
 TOKEN_ENV = "REME_TOKEN"
@@ -54,7 +53,7 @@ def notify_command(target: Target, config: Path) -> list[str]:
     if not NOTIFY_SCRIPT.is_file():
         raise RemeError(
             f"the Codex notify program is not at {NOTIFY_SCRIPT}: `reme integrate` needs reme's "
-            "integrations/ folder (a source checkout or an editable install)"
+            f"{MISSING_HINT}"
         )
     command = ["python3", str(NOTIFY_SCRIPT), "--url", target.url]
     command += ["--workspace", str(target.workspace)]

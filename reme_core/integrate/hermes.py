@@ -20,9 +20,10 @@ from typing import Any
 from reme_core.errors import ConfigError, RemeError
 from reme_core.integrate import Target
 from reme_core.integrate.config_files import Op
+from reme_core.integrate.folder import INTEGRATIONS_DIR, MISSING_HINT
 from reme_core.integrate.yaml_files import CONTENT
 
-PACKAGE_DIR = Path(__file__).resolve().parents[2] / "integrations" / "hermes"
+PACKAGE_DIR = INTEGRATIONS_DIR / "hermes"
 """The folder holding the ``reme_hermes`` package in a source checkout or editable install."""
 PROVIDER = "reme"
 TOKEN_ENV = "REME_TOKEN"
@@ -61,7 +62,7 @@ def plugin_init() -> str:
     if not (PACKAGE_DIR / "reme_hermes" / "hermes_plugin" / "__init__.py").is_file():
         raise RemeError(
             f"the Hermes provider is not at {PACKAGE_DIR}: `reme integrate` needs reme's "
-            "integrations/ folder (a source checkout or an editable install)"
+            f"{MISSING_HINT}"
         )
     return PLUGIN_INIT.format(source=str(PACKAGE_DIR))
 

@@ -22,8 +22,9 @@ from typing import Any
 from reme_core.errors import ConfigError, RemeError
 from reme_core.integrate import Target
 from reme_core.integrate.config_files import Op
+from reme_core.integrate.folder import INTEGRATIONS_DIR, MISSING_HINT
 
-PLUGIN_DIR = Path(__file__).resolve().parents[2] / "integrations" / "openclaw"
+PLUGIN_DIR = INTEGRATIONS_DIR / "openclaw"
 """The plugin's folder in a source checkout or an editable install."""
 PLUGIN_ID = "reme"
 TOKEN_ENV = "REME_TOKEN"
@@ -48,7 +49,7 @@ def plugin_dir() -> Path:
     if not (folder / "openclaw.plugin.json").is_file():
         raise RemeError(
             f"the OpenClaw plugin is not at {folder}: `reme integrate openclaw` needs reme's "
-            "integrations/openclaw folder (a source checkout or an editable install)"
+            f"{MISSING_HINT} (or REME_OPENCLAW_PLUGIN naming the plugin's folder)"
         )
     if not (folder / "dist" / "index.js").is_file():
         raise RemeError(

@@ -38,6 +38,9 @@ def clean_env(prefixes: tuple[str, ...], **extra: str) -> dict[str, str]:
     """This environment without REME_* and the host's own ``prefixes``, plus ``extra``."""
     dropped = ("REME_", *prefixes)
     env = {k: v for k, v in os.environ.items() if not k.startswith(dropped)}
+    # Kept: where `reme integrate` finds this checkout's integrations/ (tests/conftest.py).
+    if "REME_INTEGRATIONS_DIR" in os.environ:
+        env["REME_INTEGRATIONS_DIR"] = os.environ["REME_INTEGRATIONS_DIR"]
     env.update(extra)
     return env
 
