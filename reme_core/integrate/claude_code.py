@@ -11,8 +11,6 @@ Claude Code keeps out of git, which also approves the project's ``reme`` server.
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,7 @@ from reme_core.errors import RemeError
 from reme_core.integrate import Target
 from reme_core.integrate.config_files import Op
 from reme_core.integrate.folder import INTEGRATIONS_DIR, MISSING_HINT
+from reme_core.integrate.host_basics import TOKEN_ENV, detect_host, path_from_env
 
 HOOK_SCRIPT = INTEGRATIONS_DIR / "claude_code" / "hooks" / "reme_stop_hook.py"
 """The hook the plugin ships (``integrations/claude_code/hooks/``), run by absolute path."""
@@ -30,14 +29,12 @@ SERVER_NAME = "reme"
 
 def config_dir() -> Path:
     """Claude Code's user folder: ``$CLAUDE_CONFIG_DIR``, else ``~/.claude``."""
-    given = os.environ.get("CLAUDE_CONFIG_DIR", "").strip()
-    return Path(given).expanduser() if given else Path.home() / ".claude"
+    return path_from_env("CLAUDE_CONFIG_DIR") or Path.home() / ".claude"
 
 
 def user_state_file() -> Path:
     """``~/.claude.json`` (inside ``$CLAUDE_CONFIG_DIR`` when that is set)."""
-    given = os.environ.get("CLAUDE_CONFIG_DIR", "").strip()
-    return Path(given).expanduser() / ".claude.json" if given else Path.home() / ".claude.json"
+    return (path_from_env("CLAUDE_CONFIG_DIR") or Path.home()) / ".claude.json"
 
 
 def hook_command() -> str:
@@ -57,14 +54,7 @@ class ClaudeCode:
     scopes = ("user", "project")
 
     def detect(self) -> dict[str, Any]:
-        program = shutil.which("claude")
-        folder = config_dir()
-        return {
-            "found": program is not None or folder.is_dir(),
-            "program": program,
-            "config_dir": str(folder),
-            "config_dir_present": folder.is_dir(),
-        }
+        return detect_host("claude", config_dir())
 
     def operations(self, target: Target) -> list[Op]:
         command = hook_command()
@@ -92,7 +82,7 @@ class ClaudeCode:
         ops += [Op(settings, ("hooks", event), hook, kind="append") for event in HOOK_EVENTS]
         env_file = private or settings
         ops += [Op(env_file, ("env", key), value) for key, value in env.items()]
-        ops.append(Op(env_file, ("env", "REME_TOKEN"), target.secret, secret=True))
+        ops.append(Op(env_file, ("env", TOKEN_ENV), target.secret, secret=True))
         if private is not None:
             ops.append(Op(private, ("enabledMcpjsonServers",), SERVER_NAME, kind="append"))
         return ops

@@ -12,27 +12,30 @@ and put back as it was by ``--remove``.
 
 from __future__ import annotations
 
-import os
-import shutil
 import tomllib
 from pathlib import Path
 from typing import Any
 
-from reme_core.errors import ConfigError, RemeError
+from reme_core.errors import RemeError
 from reme_core.integrate import Target
 from reme_core.integrate.config_files import Op
 from reme_core.integrate.folder import INTEGRATIONS_DIR, MISSING_HINT
+from reme_core.integrate.host_basics import (
+    TOKEN_ENV,
+    detect_host,
+    path_from_env,
+    require_user_scope,
+    token_env_op,
+)
 
 NOTIFY_SCRIPT = INTEGRATIONS_DIR / "codex" / "reme_codex_notify.py"
 """The notify program ``integrations/codex/`` ships, run by absolute path."""
 SERVER_NAME = "reme"
-TOKEN_ENV = "REME_TOKEN"
 
 
 def codex_home() -> Path:
     """Codex's folder: ``$CODEX_HOME``, else ``~/.codex``."""
-    given = os.environ.get("CODEX_HOME", "").strip()
-    return Path(given).expanduser() if given else Path.home() / ".codex"
+    return path_from_env("CODEX_HOME") or Path.home() / ".codex"
 
 
 def previous_notify(config: Path) -> list[str]:
@@ -69,20 +72,10 @@ class Codex:
     scopes = ("user",)
 
     def detect(self) -> dict[str, Any]:
-        program = shutil.which("codex")
-        folder = codex_home()
-        return {
-            "found": program is not None or folder.is_dir(),
-            "program": program,
-            "config_dir": str(folder),
-            "config_dir_present": folder.is_dir(),
-        }
+        return detect_host("codex", codex_home())
 
     def operations(self, target: Target) -> list[Op]:
-        if target.scope != "user":
-            raise ConfigError(
-                "codex has one configuration, $CODEX_HOME/config.toml: use --scope user"
-            )
+        require_user_scope(target, "codex has one configuration, $CODEX_HOME/config.toml")
         home = codex_home()
         server: dict[str, Any] = {
             "url": target.url.rstrip("/") + "/mcp",
@@ -94,7 +87,7 @@ class Codex:
         return [
             Op(config, ("mcp_servers", SERVER_NAME), server),
             Op(config, ("notify",), notify_command(target, config)),
-            Op(home / ".env", (TOKEN_ENV,), target.secret, secret=True),
+            token_env_op(home / ".env", target),
         ]
 
 

@@ -73,12 +73,9 @@ class JsonFile:
     @classmethod
     def load(cls, path: Path) -> JsonFile:
         """The file, or an empty one; ConfigError when it is not a JSON object."""
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
+        raw = read_if_present(path)
+        if raw is None:
             return cls(path, None, {})
-        except OSError as exc:
-            raise ConfigError(f"cannot read {path}: {exc}") from None
         try:
             data = json.loads(raw.decode("utf-8")) if raw.strip() else {}
         except (UnicodeDecodeError, ValueError) as exc:
@@ -154,6 +151,17 @@ class JsonFile:
                 child = node[key] = {}
             node = child
         return node
+
+
+def read_if_present(path: Path) -> bytes | None:
+    """``path``'s bytes, None when it does not exist (the editors start an empty file);
+    ConfigError when it exists but cannot be read."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from None
 
 
 def _indent_of(raw: bytes) -> int:

@@ -12,21 +12,24 @@ selected is replaced (the change is printed) and put back by ``--remove``.
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
-from reme_core.errors import ConfigError, RemeError
+from reme_core.errors import RemeError
 from reme_core.integrate import Target
 from reme_core.integrate.config_files import Op
 from reme_core.integrate.folder import INTEGRATIONS_DIR, MISSING_HINT
+from reme_core.integrate.host_basics import (
+    detect_host,
+    path_from_env,
+    require_user_scope,
+    token_env_op,
+)
 from reme_core.integrate.yaml_files import CONTENT
 
 PACKAGE_DIR = INTEGRATIONS_DIR / "hermes"
 """The folder holding the ``reme_hermes`` package in a source checkout or editable install."""
 PROVIDER = "reme"
-TOKEN_ENV = "REME_TOKEN"
 PLUGIN_MANIFEST = {
     "name": PROVIDER,
     "version": "0.1.0",
@@ -54,8 +57,7 @@ from reme_hermes.hermes_plugin import RemeMemoryProvider, register  # noqa: E402
 
 def hermes_home() -> Path:
     """Hermes' folder: ``$HERMES_HOME``, else ``~/.hermes``."""
-    given = os.environ.get("HERMES_HOME", "").strip()
-    return Path(given).expanduser() if given else Path.home() / ".hermes"
+    return path_from_env("HERMES_HOME") or Path.home() / ".hermes"
 
 
 def plugin_init() -> str:
@@ -75,18 +77,10 @@ class Hermes:
     scopes = ("user",)
 
     def detect(self) -> dict[str, Any]:
-        program = shutil.which("hermes")
-        folder = hermes_home()
-        return {
-            "found": program is not None or folder.is_dir(),
-            "program": program,
-            "config_dir": str(folder),
-            "config_dir_present": folder.is_dir(),
-        }
+        return detect_host("hermes", hermes_home())
 
     def operations(self, target: Target) -> list[Op]:
-        if target.scope != "user":
-            raise ConfigError("hermes has one home per profile, $HERMES_HOME: use --scope user")
+        require_user_scope(target, "hermes has one home per profile, $HERMES_HOME")
         home = hermes_home()
         plugin = home / "plugins" / PROVIDER
         settings = home / "reme.json"
@@ -97,7 +91,7 @@ class Hermes:
             Op(settings, ("url",), target.url),
             Op(settings, ("workspace",), str(target.workspace)),
             Op(home / "config.yaml", ("memory", "provider"), PROVIDER),
-            Op(home / ".env", (TOKEN_ENV,), target.secret, secret=True),
+            token_env_op(home / ".env", target),
         ]
 
 

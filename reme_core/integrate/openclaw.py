@@ -14,38 +14,40 @@ names another built copy of it.
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
-from reme_core.errors import ConfigError, RemeError
+from reme_core.errors import RemeError
 from reme_core.integrate import Target
 from reme_core.integrate.config_files import Op
 from reme_core.integrate.folder import INTEGRATIONS_DIR, MISSING_HINT
+from reme_core.integrate.host_basics import (
+    TOKEN_ENV,
+    detect_host,
+    path_from_env,
+    require_user_scope,
+    token_env_op,
+)
 
 PLUGIN_DIR = INTEGRATIONS_DIR / "openclaw"
 """The plugin's folder in a source checkout or an editable install."""
 PLUGIN_ID = "reme"
-TOKEN_ENV = "REME_TOKEN"
 
 
 def state_dir() -> Path:
     """OpenClaw's state folder: ``$OPENCLAW_STATE_DIR``, else ``~/.openclaw``."""
-    given = os.environ.get("OPENCLAW_STATE_DIR", "").strip()
-    return Path(given).expanduser() if given else Path.home() / ".openclaw"
+    return path_from_env("OPENCLAW_STATE_DIR") or Path.home() / ".openclaw"
 
 
 def config_file() -> Path:
     """OpenClaw's config: ``$OPENCLAW_CONFIG_PATH``, else ``<state dir>/openclaw.json``."""
-    given = os.environ.get("OPENCLAW_CONFIG_PATH", "").strip()
-    return Path(given).expanduser() if given else state_dir() / "openclaw.json"
+    return path_from_env("OPENCLAW_CONFIG_PATH") or state_dir() / "openclaw.json"
 
 
 def plugin_dir() -> Path:
     """The built plugin folder OpenClaw should load; RemeError when it is not built."""
-    given = os.environ.get("REME_OPENCLAW_PLUGIN", "").strip()
-    folder = Path(given).expanduser().resolve() if given else PLUGIN_DIR
+    given = path_from_env("REME_OPENCLAW_PLUGIN")
+    folder = given.resolve() if given else PLUGIN_DIR
     if not (folder / "openclaw.plugin.json").is_file():
         raise RemeError(
             f"the OpenClaw plugin is not at {folder}: `reme integrate openclaw` needs reme's "
@@ -67,18 +69,10 @@ class OpenClaw:
     scopes = ("user",)
 
     def detect(self) -> dict[str, Any]:
-        program = shutil.which("openclaw")
-        folder = state_dir()
-        return {
-            "found": program is not None or folder.is_dir(),
-            "program": program,
-            "config_dir": str(folder),
-            "config_dir_present": folder.is_dir(),
-        }
+        return detect_host("openclaw", state_dir())
 
     def operations(self, target: Target) -> list[Op]:
-        if target.scope != "user":
-            raise ConfigError("openclaw has one config per state dir: use --scope user")
+        require_user_scope(target, "openclaw has one config per state dir")
         config: dict[str, Any] = {"url": target.url, "tokenEnv": TOKEN_ENV}
         if target.workspace_name != "default":
             config["workspace"] = target.workspace_name
@@ -92,7 +86,7 @@ class OpenClaw:
         return [
             Op(settings, ("plugins", "load", "paths"), str(plugin_dir()), kind="append"),
             Op(settings, ("plugins", "entries", PLUGIN_ID), entry),
-            Op(state_dir() / ".env", (TOKEN_ENV,), target.secret, secret=True),
+            token_env_op(state_dir() / ".env", target),
         ]
 
 

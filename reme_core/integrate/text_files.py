@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from reme_core.errors import ConfigError
-from reme_core.integrate.config_files import MISSING, Change, JsonFile, Op
+from reme_core.integrate.config_files import MISSING, Change, JsonFile, Op, read_if_present
 from reme_core.integrate.yaml_files import WholeFile, YamlFile
 
 _BARE = re.compile(r"[A-Za-z0-9_-]+")
@@ -78,12 +78,9 @@ class TomlFile(JsonFile):
 
     @classmethod
     def load(cls, path: Path) -> TomlFile:
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
+        raw = read_if_present(path)
+        if raw is None:
             return cls(path, None, {})
-        except OSError as exc:
-            raise ConfigError(f"cannot read {path}: {exc}") from None
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -204,12 +201,9 @@ class EnvFile(JsonFile):
 
     @classmethod
     def load(cls, path: Path) -> EnvFile:
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
+        raw = read_if_present(path)
+        if raw is None:
             return cls(path, None, {})
-        except OSError as exc:
-            raise ConfigError(f"cannot read {path}: {exc}") from None
         text = raw.decode("utf-8", "replace")
         return cls(path, raw, _env_values(text), text=text)
 

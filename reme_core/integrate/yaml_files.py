@@ -17,7 +17,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from reme_core.errors import ConfigError
-from reme_core.integrate.config_files import JsonFile
+from reme_core.integrate.config_files import JsonFile, read_if_present
 
 CONTENT = "content"
 
@@ -34,12 +34,9 @@ class YamlFile(JsonFile):
     @classmethod
     def load(cls, path: Path) -> YamlFile:
         """The file, or an empty one; ConfigError when it is not a YAML mapping."""
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
+        raw = read_if_present(path)
+        if raw is None:
             return cls(path, None, {})
-        except OSError as exc:
-            raise ConfigError(f"cannot read {path}: {exc}") from None
         try:
             data = _yaml().load(raw.decode("utf-8")) if raw.strip() else {}
         except (UnicodeDecodeError, YAMLError) as exc:
@@ -64,12 +61,9 @@ class YamlFile(JsonFile):
 class WholeFile(JsonFile):
     @classmethod
     def load(cls, path: Path) -> WholeFile:
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
+        raw = read_if_present(path)
+        if raw is None:
             return cls(path, None, {})
-        except OSError as exc:
-            raise ConfigError(f"cannot read {path}: {exc}") from None
         return cls(path, raw, {CONTENT: raw.decode("utf-8", "replace")})
 
     def render(self) -> bytes:
