@@ -43,9 +43,8 @@ from reme_core.workspace import init_workspace
 
 # A wheel install (tox) has no integrations/ folder beside its packages: `reme integrate` is
 # pointed at this checkout's (reme_core.integrate.folder), here and in every `reme` a test starts.
-os.environ.setdefault(
-    "REME_INTEGRATIONS_DIR", str(Path(__file__).resolve().parents[1] / "integrations")
-)
+CHECKOUT_INTEGRATIONS = str(Path(__file__).resolve().parents[1] / "integrations")
+os.environ.setdefault("REME_INTEGRATIONS_DIR", CHECKOUT_INTEGRATIONS)
 
 DEFAULT_PLUGIN_MODULES = [
     reme_plugins.chunker_markdown,
@@ -116,6 +115,7 @@ def _isolated_environment(
     for key in list(os.environ):
         if key.startswith("REME_"):
             monkeypatch.delenv(key)
+    monkeypatch.setenv("REME_INTEGRATIONS_DIR", CHECKOUT_INTEGRATIONS)
     monkeypatch.setenv("XDG_CACHE_HOME", str(_test_cache_home))
     for key, value in KEYWORD_ONLY_ENV.items():  # the CLI reads os.environ
         monkeypatch.setenv(key, value)
