@@ -189,11 +189,12 @@ class Reconciler:
         if is_image(rel):
             self._image(rel, data, digest, claim, current)
             return
+        if self.limits.mode == "agentic":
+            # The agent wrapper brings its own model (agent_cli) or uses the pipeline's.
+            self._by_agent(rel, data, digest, claim, current)
+            return
         if self.llm is None:
             self._pend(rel, NO_MODEL)
-            return
-        if self.limits.mode == "agentic":
-            self._by_agent(rel, data, digest, claim, current)
             return
         try:
             resource = read_resource(rel, data)
