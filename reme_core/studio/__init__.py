@@ -16,7 +16,7 @@ from starlette.responses import Response
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from reme_core.studio import actions, pages, proactive
+from reme_core.studio import actions, lifecycle, pages, proactive
 from reme_core.studio.sessions import Sessions
 from reme_core.studio.site import (
     HERE,
@@ -52,6 +52,7 @@ def mount_studio(
     studio = Studio(settings, registry, Sessions(store), host)
     app.include_router(pages.router(studio))
     app.include_router(proactive.router(studio))
+    app.include_router(lifecycle.router(studio))
     app.include_router(actions.router(studio))
     app.mount(STATIC_URL, _Static(StaticFiles(directory=HERE / "static")), name="studio-static")
 

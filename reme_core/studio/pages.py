@@ -10,6 +10,7 @@ from fastapi import APIRouter, Query, Request
 from starlette.responses import JSONResponse, Response
 
 from reme_core.studio import tree
+from reme_core.studio.lifecycle import note_lifecycle
 from reme_core.studio.render import render_note
 from reme_core.studio.review import review_page, review_show
 from reme_core.studio.web import OpFailed, Page, Studio, open_page, secure
@@ -271,6 +272,7 @@ async def _note(here: Page, path: str) -> dict[str, Any]:
     links = await _links(here, read["path"])
     note: dict[str, Any] = {"read": read, "stat": stat, "html": None, "text": None}
     note["links"] = links
+    note["lifecycle"] = await note_lifecycle(here, read, links["outbound"])
     if read["path"].lower().endswith(NOTE_SUFFIXES):
         content = read["content"]
         block = (

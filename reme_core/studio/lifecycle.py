@@ -1,0 +1,199 @@
+"""Forgetting and expiry in the studio: a note's Forget (archived, revertible through History) and
+Purge (the note and every trace of it, after the visitor types its path), the banners a note page
+shows (expires, expired, archived, superseded by), and the Status page's list of notes expired or
+expiring soon (the ``expire`` operation's dry run).
+
+Forget, purge and expire are admin operations: the buttons are shown to an admin token only, and
+the dispatcher refuses anyone else whatever the browser sends. A purge that was not confirmed
+gets the operation's own refusal (409, nothing changed) and the confirm step again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import posixpath
+from typing import Any
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from reme_core.errors import WorkspaceError
+from reme_core.schema import NoteSummary
+from reme_core.search.expiry import expiry_of, parse_expires
+from reme_core.studio.web import OpFailed, Page, Studio, open_page
+from reme_core.workspace.notes import parse_note
+
+OPERATION = "forget"
+SOON_DAYS = 14
+"""How far ahead the Status page's list looks for notes about to expire."""
+
+
+def router(studio: Studio) -> APIRouter:
+    routes = APIRouter(include_in_schema=False)
+
+    async def admin_page(request: Request, doing: str, change: bool = False) -> Page:
+        here = await open_page(studio, request, change=change)
+        if not here.may(OPERATION) and not change:
+            raise OpFailed(
+                403,
+                "Forbidden",
+                f"{doing} needs a token that may call {OPERATION!r}; yours is {here.profile!r}",
+            )
+        return here
+
+    @routes.get("/studio/purge")
+    async def purge_page(request: Request, path: str) -> Response:
+        here = await admin_page(request, "purging a note")
+        return await _purge_form(here, path)
+
+    @routes.post("/studio/purge")
+    async def purge(request: Request) -> Response:
+        # Authorisation is the dispatcher's (a read token's POST gets its 403); the typed path
+        # is the visitor's confirmation, sent as the operation's own ``confirm``.
+        here = await admin_page(request, "purging a note", change=True)
+        path = here.form.get("path", "")
+        typed = here.form.get("confirm_path", "").strip()
+        try:
+            report = await here.op(
+                OPERATION, path=path, purge=True, confirm=bool(path) and typed == path
+            )
+        except OpFailed as exc:
+            if exc.kind != "ForgetConfirmationError":
+                raise
+            why = (
+                f"Not purged: you typed {typed!r}, not the note's path."
+                if typed
+                else "Not purged: type the note's path to confirm."
+            )
+            return await _purge_form(here, path, exc.status, OpFailed(exc.status, exc.kind, why))
+        return here.render("purged.html", report=report)
+
+    @routes.post("/studio/forget")
+    async def forget(request: Request) -> Response:
+        here = await admin_page(request, "forgetting a note", change=True)
+        path = here.form.get("path", "")
+        report = await here.op(OPERATION, path=path)
+        return here.render("forgotten.html", report=report, path=path)
+
+    @routes.get("/studio/expiring")
+    async def expiring(request: Request) -> Response:
+        here = await open_page(studio, request)
+        if not here.may("expire"):
+            return here.render("_expiring.html", available=False)
+        today = today_for(here)
+        found = await here.op("expire", dry_run=True, today=today + dt.timedelta(SOON_DAYS))
+        days = {
+            path: dt.date.fromisoformat(str(day)[:10]) for path, day in found["archived"].items()
+        }
+        rows = sorted(days.items(), key=lambda item: (item[1], item[0]))
+        return here.render(
+            "_expiring.html",
+            available=True,
+            expired=[(p, d) for p, d in rows if d <= today],
+            soon=[(p, d) for p, d in rows if d > today],
+            invalid=sorted(found["invalid"].items()),
+            today=today,
+            soon_days=SOON_DAYS,
+        )
+
+    return routes
+
+
+async def _purge_form(
+    here: Page, path: str, code: int = 200, error: OpFailed | None = None
+) -> Response:
+    dry = await here.op(OPERATION, path=path, purge=True, dry_run=True)
+    target = dry["paths"][0]
+    try:
+        inbound = (await here.op("links", path=target))["inbound"]
+    except OpFailed as exc:
+        if exc.status < 500 and exc.kind != "ConfigError":
+            raise
+        inbound = []
+    dangling = sorted({link["source"] for link in inbound} - {target})
+    return here.render(
+        "purge.html", code, path=target, paths=dry["paths"], dangling=dangling, error=error
+    )
+
+
+def today_for(here: Page) -> dt.date:
+    return dt.datetime.now(here.studio.settings.tzinfo()).date()
+
+
+async def note_lifecycle(
+    here: Page, read: dict[str, Any], links: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """What a note page says about the note's lifecycle: ``expires`` (its day, whether it has
+    come, or why it cannot be read), ``archived`` (the day), ``superseded`` (the newer note and
+    the studio path it resolves to, or None when no note of that name exists)."""
+    out: dict[str, Any] = {"expires": None, "archived": None, "superseded": None}
+    path = read["path"]
+    if not path.lower().endswith(".md"):
+        return out
+    try:
+        parsed = parse_note(path, read["content"])
+    except (WorkspaceError, ValueError):  # a broken frontmatter: the page already says so
+        return out
+    fm = parsed.frontmatter
+    raw = fm.get("expires")
+    if raw not in (None, ""):
+        summary = NoteSummary(
+            path=path,
+            content_hash=read.get("content_hash") or "",
+            size=len(read["content"]),
+            status=parsed.status,
+            date=parsed.date,
+            frontmatter=fm,
+        )
+        today = today_for(here)
+        try:
+            parse_expires(raw, "expires")
+            day = expiry_of(summary)
+            invalid = (
+                None
+                if day is not None
+                else "it is a duration but the note has no created or date to count from"
+            )
+        except ValueError as exc:
+            day, invalid = None, str(exc)
+        out["expires"] = {
+            "raw": str(raw),
+            "day": day,
+            "expired": day is not None and day <= today,
+            "days_left": (day - today).days if day is not None else None,
+            "invalid": invalid,
+        }
+    if parsed.status == "archived":
+        out["archived"] = {"on": str(fm.get("archived_on") or "") or None}
+    if parsed.status == "superseded":
+        newer = fm.get("superseded_by")
+        if isinstance(newer, list):  # superseded_by: ["[[a]]"] names the first, as search does
+            newer = newer[0] if newer else None
+        out["superseded"] = await _newer(here, str(newer) if newer else None, links)
+        out["superseded"]["on"] = str(fm.get("superseded_on") or "") or None
+    return out
+
+
+async def _newer(here: Page, raw: str | None, links: list[dict[str, Any]]) -> dict[str, Any]:
+    """The note ``superseded_by`` names: as the index resolved it when the body links it too,
+    else the workspace path it spells (``[[memory/x]]`` -> ``memory/x.md``)."""
+    if raw is None:
+        return {"raw": None, "label": None, "target": None}
+    inner = raw.strip()
+    if inner.startswith("[[") and inner.endswith("]]"):
+        inner = inner[2:-2]
+    name = inner.split("|", 1)[0].split("#", 1)[0].strip()
+    label = f"[[{name}]]"
+    for link in links:
+        if link.get("raw") == name and link.get("state") == "resolved" and link.get("target"):
+            return {"raw": raw, "label": label, "target": link["target"]}
+    candidate = posixpath.normpath(name if name.lower().endswith(".md") else name + ".md")
+    if not name or candidate.startswith(("..", "/")):
+        return {"raw": raw, "label": label, "target": None}
+    try:
+        found = await here.op("stat", path=candidate)
+    except OpFailed as exc:
+        if exc.status >= 500:
+            raise
+        return {"raw": raw, "label": label, "target": None}
+    return {"raw": raw, "label": label, "target": found["path"]}
