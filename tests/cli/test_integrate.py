@@ -8,55 +8,28 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 
-from reme_core.cli import cli
 from reme_core.server.auth import TokenStore
+from tests.cli import integrate_cli
+from tests.cli.integrate_cli import run, served_workspace, snapshot, tokens
 
 SETTINGS = '{\n    "theme": "dark",\n    "env": {"FOO": "1"},\n    "hooks": {"Stop": []}\n}\n'
 """A settings.json the user had: other keys, four-space indent, a compact inner object."""
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
+def home(fake_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
-    for name in ("REME_TOKEN", "REME_WORKSPACE", "REME_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
-    return home
+    return fake_home
 
 
 @pytest.fixture
 def workspace(tmp_path: Path, home: Path) -> Path:
-    root = tmp_path / "ws"
-    assert run("init", str(root)).exit_code == 0
-    TokenStore(root / ".reme").ensure_local_token()  # what `reme serve` does on its first start
-    return root
-
-
-def run(*args: str) -> Result:
-    result = CliRunner().invoke(cli, list(args))
-    assert "Traceback" not in result.output, result.output
-    return result
+    return served_workspace(tmp_path)
 
 
 def integrate(workspace: Path, *args: str) -> dict:
-    result = run("integrate", "claude-code", "-w", str(workspace), "--json", *args)
-    assert result.exit_code == 0, result.output
-    return json.loads(result.output)
-
-
-def snapshot(folder: Path) -> dict[str, bytes]:
-    return {
-        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
-    }
-
-
-def tokens(workspace: Path) -> dict[str, str]:
-    return {t.id: t.profile for t in TokenStore(workspace / ".reme").list_tokens()}
+    return integrate_cli.integrate("claude-code", workspace, *args)
 
 
 def test_install_writes_mcp_hooks_and_a_write_token_never_the_admin_one(

@@ -11,11 +11,11 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 
-from reme_core.cli import cli
 from reme_core.integrate.codex import NOTIFY_SCRIPT
 from reme_core.server.auth import TokenStore
+from tests.cli import integrate_cli
+from tests.cli.integrate_cli import run, served_workspace, snapshot, tokens
 
 CONFIG = """\
 # my codex settings
@@ -36,46 +36,19 @@ model = "gpt-5-mini"
 
 
 @pytest.fixture
-def codex_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
+def codex_home(tmp_path: Path, fake_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "codex_home"
     monkeypatch.setenv("CODEX_HOME", str(folder))
-    for name in ("REME_TOKEN", "REME_WORKSPACE", "REME_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
     return folder
 
 
 @pytest.fixture
 def workspace(tmp_path: Path, codex_home: Path) -> Path:
-    root = tmp_path / "ws"
-    assert run("init", str(root)).exit_code == 0
-    TokenStore(root / ".reme").ensure_local_token()  # what `reme serve` does on its first start
-    return root
-
-
-def run(*args: str) -> Result:
-    result = CliRunner().invoke(cli, list(args))
-    assert "Traceback" not in result.output, result.output
-    return result
+    return served_workspace(tmp_path)
 
 
 def integrate(workspace: Path, *args: str) -> dict:
-    result = run("integrate", "codex", "-w", str(workspace), "--json", *args)
-    assert result.exit_code == 0, result.output
-    return json.loads(result.output)
-
-
-def snapshot(folder: Path) -> dict[str, bytes]:
-    return {
-        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
-    }
-
-
-def tokens(workspace: Path) -> dict[str, str]:
-    return {t.id: t.profile for t in TokenStore(workspace / ".reme").list_tokens()}
+    return integrate_cli.integrate("codex", workspace, *args)
 
 
 def config(codex_home: Path) -> dict:

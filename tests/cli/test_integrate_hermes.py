@@ -11,12 +11,12 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 from ruamel.yaml import YAML
 
-from reme_core.cli import cli
 from reme_core.integrate.hermes import PACKAGE_DIR
 from reme_core.server.auth import TokenStore
+from tests.cli import integrate_cli
+from tests.cli.integrate_cli import run, served_workspace, snapshot, tokens
 
 CONFIG = """\
 # my hermes settings
@@ -31,42 +31,19 @@ memory:
 
 
 @pytest.fixture
-def hermes_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
+def hermes_home(tmp_path: Path, fake_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "hermes_home"
     monkeypatch.setenv("HERMES_HOME", str(folder))
-    for name in ("REME_TOKEN", "REME_WORKSPACE", "REME_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
     return folder
 
 
 @pytest.fixture
 def workspace(tmp_path: Path, hermes_home: Path) -> Path:
-    root = tmp_path / "ws"
-    assert run("init", str(root)).exit_code == 0
-    TokenStore(root / ".reme").ensure_local_token()  # what `reme serve` does on its first start
-    return root
-
-
-def run(*args: str) -> Result:
-    result = CliRunner().invoke(cli, list(args))
-    assert "Traceback" not in result.output, result.output
-    return result
+    return served_workspace(tmp_path)
 
 
 def integrate(workspace: Path, *args: str) -> dict:
-    result = run("integrate", "hermes", "-w", str(workspace), "--json", *args)
-    assert result.exit_code == 0, result.output
-    return json.loads(result.output)
-
-
-def snapshot(folder: Path) -> dict[str, bytes]:
-    return {
-        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
-    }
+    return integrate_cli.integrate("hermes", workspace, *args)
 
 
 def test_connect_writes_the_plugin_settings_provider_and_a_write_token(
@@ -123,7 +100,7 @@ def test_remove_restores_byte_for_byte_and_revokes_the_token(
     report = integrate(workspace)
     assert integrate(workspace, "--remove")["status"] == "removed"
     assert snapshot(hermes_home) == before  # config.yaml as it was; reme's files gone
-    assert report["token"] not in {t.id for t in TokenStore(workspace / ".reme").list_tokens()}
+    assert report["token"] not in tokens(workspace)
 
 
 def test_a_config_it_cannot_read_is_refused_and_nothing_changes(

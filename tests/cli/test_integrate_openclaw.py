@@ -12,10 +12,10 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 
-from reme_core.cli import cli
 from reme_core.server.auth import TokenStore
+from tests.cli import integrate_cli
+from tests.cli.integrate_cli import run, served_workspace, snapshot, tokens
 
 CONFIG = {
     "agents": {"defaults": {"model": {"primary": "openai/gpt-5.4"}}},
@@ -25,15 +25,10 @@ CONFIG = {
 
 
 @pytest.fixture
-def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
+def state(tmp_path: Path, fake_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "openclaw_state"
     monkeypatch.setenv("OPENCLAW_STATE_DIR", str(folder))
-    for name in ("OPENCLAW_CONFIG_PATH", "REME_TOKEN", "REME_WORKSPACE", "REME_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("OPENCLAW_CONFIG_PATH", raising=False)
     return folder
 
 
@@ -50,28 +45,11 @@ def plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def workspace(tmp_path: Path, state: Path) -> Path:
-    root = tmp_path / "ws"
-    assert run("init", str(root)).exit_code == 0
-    TokenStore(root / ".reme").ensure_local_token()  # what `reme serve` does on its first start
-    return root
-
-
-def run(*args: str) -> Result:
-    result = CliRunner().invoke(cli, list(args))
-    assert "Traceback" not in result.output, result.output
-    return result
+    return served_workspace(tmp_path)
 
 
 def integrate(workspace: Path, *args: str) -> dict:
-    result = run("integrate", "openclaw", "-w", str(workspace), "--json", *args)
-    assert result.exit_code == 0, result.output
-    return json.loads(result.output)
-
-
-def snapshot(folder: Path) -> dict[str, bytes]:
-    return {
-        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
-    }
+    return integrate_cli.integrate("openclaw", workspace, *args)
 
 
 def test_connect_writes_the_plugin_entry_and_a_write_token(
@@ -121,7 +99,7 @@ def test_remove_restores_byte_for_byte_and_revokes_the_token(
     report = integrate(workspace)
     assert integrate(workspace, "--remove")["status"] == "removed"
     assert snapshot(state) == before
-    assert report["token"] not in {t.id for t in TokenStore(workspace / ".reme").list_tokens()}
+    assert report["token"] not in tokens(workspace)
 
 
 def test_json5_with_comments_is_refused_and_nothing_changes(
