@@ -371,6 +371,7 @@ def test_pages_fit_the_width(browser: Any, studio: Studio, width: int) -> None:
         "/studio/history",
         "/studio/status",
         f"/studio/graph?path={NOTE}",
+        f"/studio/purge?path={NOTE}",  # a dry run: the confirm step changes nothing
     ):
         page.goto(url)
         overflow = page.evaluate("document.documentElement.scrollWidth")
@@ -401,3 +402,126 @@ def test_the_vendored_scripts_load_under_the_csp(admin: Page) -> None:
     assert admin.evaluate("typeof window.cytoscape") == "function"
     headers = httpx.get(f"{admin.url}", cookies={}, timeout=10).headers
     assert "script-src 'self'" in headers["content-security-policy"]
+
+
+def shots_dir(tmp_path: Any) -> Any:
+    """Where the lifecycle screenshots go: $STUDIO_SCREENSHOTS when set, else the test's tmp."""
+    import os
+    from pathlib import Path
+
+    found = Path(os.environ.get("STUDIO_SCREENSHOTS") or tmp_path)
+    found.mkdir(parents=True, exist_ok=True)
+    return found
+
+
+def test_forget_reverts_and_purge_asks_for_the_typed_path(
+    admin: Page, studio: Studio, tmp_path: Any
+) -> None:
+    shots = shots_dir(tmp_path)
+    forget, purge = "digest/wiki/browser-forget.md", "digest/wiki/browser-purge.md"
+    api(studio, "write", {"path": forget, "content": "# Offsite\n\nThe spring offsite plan.\n"})
+    secret = "walrus-harbour-5521 opens the archive room"
+    api(studio, "write", {"path": purge, "content": f"# Door codes\n\n{secret}\n"})
+    before = (studio.root / forget).read_text()
+
+    admin.goto(f"/studio/browse?path={forget}")
+    expect(admin.get_by_role("button", name="Forget", exact=True)).to_be_visible()
+    expect(admin.get_by_role("link", name="Purge…")).to_be_visible()
+    admin.screenshot(path=str(shots / "studio-note-forget-purge.png"), full_page=True)
+    admin.get_by_role("button", name="Forget", exact=True).click()
+    expect(admin.locator("h1")).to_contain_text(f"Forgot {forget}")
+    assert "status: archived" in (studio.root / forget).read_text()
+    admin.screenshot(path=str(shots / "studio-forgotten.png"), full_page=True)
+    revert = admin.get_by_role("link", name="Revert…").get_attribute("href")
+    admin.get_by_role("link", name=forget).click()
+    expect(admin.locator(".lifecycle.archived")).to_contain_text("Archived")
+    expect(admin.get_by_role("button", name="Forget", exact=True)).to_have_count(0)
+    admin.goto(str(revert))  # a POST's answer is not cached: back cannot return to it
+    expect(admin.locator(".plan-list")).to_contain_text(f"modify {forget}")
+    admin.get_by_role("button", name=re.compile("^Revert ")).click()
+    expect(admin.locator("h1")).to_contain_text("Reverted")
+    assert (studio.root / forget).read_text() == before
+
+    admin.goto(f"/studio/browse?path={purge}")
+    admin.get_by_role("link", name="Purge…").click()
+    confirm = admin.get_by_label(re.compile("Type the note's path"))
+    expect(confirm).to_be_visible()
+    confirm.fill("digest/wiki/browser-purge")  # not the path: refused, nothing changed
+    admin.screenshot(path=str(shots / "studio-purge-confirm.png"), full_page=True)
+    admin.get_by_role("button", name="Purge permanently").click()
+    expect(admin.locator(".error")).to_contain_text("Not purged")
+    assert secret in (studio.root / purge).read_text()
+    admin.get_by_label(re.compile("Type the note's path")).fill(purge)
+    admin.get_by_role("button", name="Purge permanently").click()
+    expect(admin.locator(".purge-report h1")).to_contain_text(f"Purged {purge}")
+    expect(admin.locator(".proof")).to_contain_text("No trace remains")
+    admin.screenshot(path=str(shots / "studio-purge-report.png"), full_page=True)
+    assert not (studio.root / purge).exists()
+    found = api(studio, "search", {"query": "walrus-harbour-5521"})
+    assert purge not in [hit["path"] for hit in found["hits"]]
+
+
+def test_expiry_and_supersession_banners_and_the_expiring_list(
+    admin: Page, studio: Studio, tmp_path: Any
+) -> None:
+    import datetime as dt
+
+    shots = shots_dir(tmp_path)
+    today = dt.date.today()
+    past, soon = (today - dt.timedelta(days=2)).isoformat(), (today + dt.timedelta(3)).isoformat()
+    notes = {
+        "digest/wiki/browser-expired.md": f"---\nname: Q3 on-call rota\nexpires: {past}\n---\n"
+        "# Q3 on-call rota\n\nMira covers nights.\n",
+        "digest/wiki/browser-soon.md": f"---\nname: Trial licence\nexpires: {soon}\n---\n# Trial\n",
+        "digest/wiki/browser-newer.md": "---\nname: Deploy plan v2\n---\n# Deploy plan v2\n",
+        "digest/wiki/browser-older.md": "---\nname: Deploy plan v1\nstatus: superseded\n"
+        'superseded_by: "[[digest/wiki/browser-newer]]"\nsuperseded_on: 2026-11-20\n---\n'
+        "# Deploy plan v1\n\nDeploy from the laptop.\n",
+    }
+    for path, text in notes.items():
+        api(studio, "write", {"path": path, "content": text})
+    admin.goto("/studio/browse?path=digest/wiki/browser-expired.md")
+    expect(admin.locator(".lifecycle.expired")).to_contain_text(f"Expired on {past}")
+    admin.screenshot(path=str(shots / "studio-expired-banner.png"), full_page=True)
+    admin.goto("/studio/browse?path=digest/wiki/browser-older.md")
+    banner = admin.locator(".lifecycle.superseded")
+    expect(banner).to_contain_text("Superseded on 2026-11-20 by [[digest/wiki/browser-newer]]")
+    admin.screenshot(path=str(shots / "studio-superseded-banner.png"), full_page=True)
+    banner.get_by_role("link").click()
+    expect(admin.locator("h1#title")).to_have_text("Deploy plan v2")
+    admin.goto("/studio/status")
+    listed = admin.locator("#expiring")
+    expect(listed.locator(".expired-list")).to_contain_text("digest/wiki/browser-expired.md")
+    expect(listed.locator(".soon-list")).to_contain_text("digest/wiki/browser-soon.md")
+    listed.scroll_into_view_if_needed()
+    listed.screenshot(path=str(shots / "studio-expiring-list.png"))
+    assert "status:" not in (studio.root / "digest/wiki/browser-expired.md").read_text()
+
+
+def test_a_read_token_sees_no_forget_or_purge_and_the_server_refuses_them(
+    browser: Any, studio: Studio
+) -> None:
+    page = open_page(browser, studio, "read")
+    page.goto(f"/studio/browse?path={NOTE}")
+    expect(page.locator(".badge.profile-read")).to_have_text("read")
+    expect(page.get_by_role("button", name="Forget", exact=True)).to_have_count(0)
+    expect(page.get_by_role("link", name="Purge…")).to_have_count(0)
+    before = (studio.root / NOTE).read_text()
+    forged = page.evaluate(
+        """async (path) => {
+            const csrf = document.querySelector('meta[name="csrf-token"]').content;
+            const post = async (url, fields) => {
+                const response = await fetch(url, {method: 'POST', body: new URLSearchParams(fields)});
+                return response.status;
+            };
+            return {
+                forget: await post('/studio/forget', {csrf, path}),
+                purge: await post('/studio/purge', {csrf, path, confirm_path: path}),
+                page: (await fetch('/studio/purge?path=' + path)).status,
+            };
+        }""",
+        NOTE,
+    )
+    assert forged == {"forget": 403, "purge": 403, "page": 403}
+    assert (studio.root / NOTE).read_text() == before
+    page.context.close()
