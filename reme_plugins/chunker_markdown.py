@@ -33,9 +33,16 @@ class MarkdownChunkerSettings(SizedChunkerSettings):
     ``context_keys``: frontmatter keys whose values head every chunk's indexed text as one line
     (``[date]`` gives ``Monday 8 May 2023``; see ``reme_plugins.chunk_context``); not counted in
     ``max_chars``. Empty (the default): chunks hold only the note's own text.
+
+    ``keyword_context_keys`` / ``vector_context_keys``: the same, but the line heads only what
+    that arm indexes (``Chunk.keyword_text`` / ``Chunk.vector_text``), below any
+    ``context_keys`` line; a hit still shows the note's own text. ``[replying_to]`` on the
+    vector arm embeds a conversation turn with the turn it answers.
     """
 
     context_keys: list[str] = Field(default_factory=list)
+    keyword_context_keys: list[str] = Field(default_factory=list)
+    vector_context_keys: list[str] = Field(default_factory=list)
 
 
 @dataclass
@@ -145,22 +152,31 @@ class MarkdownChunker(Chunker):
         body_start, name = frontmatter(lines)
         packer = LinePacker(lines)
         parts = sections(lines, body_start, name)
-        keys = self.settings.context_keys
-        context = context_line(frontmatter_fields(lines), keys) if keys else ""
+        settings = self.settings
+        wanted = (
+            settings.context_keys or settings.keyword_context_keys or settings.vector_context_keys
+        )
+        fields = frontmatter_fields(lines) if wanted else {}
+        context = context_line(fields, settings.context_keys)
+        keyword_context = context_line(fields, settings.keyword_context_keys)
+        vector_context = context_line(fields, settings.vector_context_keys)
         chunks: list[Chunk] = []
         for index, section in enumerate(parts):
             nxt = parts[index + 1] if index + 1 < len(parts) else None
             for first, last, body in self._pieces(section, nxt, packer):
                 crumb = section.breadcrumb
                 text = f"{crumb}\n{body}" if crumb and body else crumb or body
+                text = f"{context}\n{text}" if context else text
                 chunks.append(
                     Chunk(
                         path=path,
                         ordinal=len(chunks),
                         start_line=first + 1,
                         end_line=last + 1,
-                        text=f"{context}\n{text}" if context else text,
+                        text=text,
                         heading=crumb,
+                        keyword_text=f"{keyword_context}\n{text}" if keyword_context else None,
+                        vector_text=f"{vector_context}\n{text}" if vector_context else None,
                     )
                 )
         return chunks

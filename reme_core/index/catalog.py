@@ -26,6 +26,7 @@ from typing import NamedTuple
 from reme_core.index import spans
 from reme_core.index.catalog_queries import CatalogQueries, HitRow, NoteLabel, problem_message
 from reme_core.index.catalog_schema import (
+    ARM_COLUMNS,
     CHUNK_COLUMNS,
     NOTE_COLUMNS,
     REBUILDING,
@@ -201,7 +202,8 @@ class Catalog(CatalogQueries):
             ),
         )
         self._db.executemany(
-            f"INSERT INTO chunks({CHUNK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO chunks({CHUNK_COLUMNS}, {', '.join(ARM_COLUMNS)})"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     c.path,
@@ -212,6 +214,8 @@ class Catalog(CatalogQueries):
                     k.digest,
                     *spans.span_columns(k),
                     k.text,
+                    c.keyword_text,
+                    c.vector_text,
                 )
                 for c, k in zip(chunks, kept, strict=True)
             ],

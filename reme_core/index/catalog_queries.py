@@ -107,28 +107,45 @@ class CatalogQueries:
         return {path: NoteLabel(name, description) for path, name, description in rows}
 
     def chunk_texts(self, ids: Sequence[str]) -> dict[str, str]:
-        """Chunk id -> text, for the ids the catalog holds (a keyword index's text source)."""
-        return {chunk_id(row.path, row.ordinal): text for row, text in self._resolved(ids)}
+        """Chunk id -> the text the keyword arm indexes (``Chunk.keyword_body``), for the ids
+        the catalog holds (a keyword index's text source)."""
+        resolved = self._resolved(ids)
+        own = self._arm_texts("keyword_text", {row.path for row, _ in resolved})
+        return {
+            (cid := chunk_id(row.path, row.ordinal)): own.get(cid, text) for row, text in resolved
+        }
 
     def chunk_rows(self, paths: Iterable[str] | None = None) -> list[tuple[str, str, str]]:
-        """``(chunk_id, path, text)`` of every chunk, or of the chunks of ``paths``, in note
-        order; chunks whose note no longer holds their text are left out."""
+        """``(chunk_id, path, text the vector arm embeds)`` of every chunk, or of the chunks of
+        ``paths``, in note order; chunks whose note no longer holds their text are left out."""
+        paths = None if paths is None else list(paths)
         resolver = spans.Resolver(self._read_note)
+        own = self._arm_texts("vector_text", paths)
         return [
-            (chunk_id(row.path, row.ordinal), row.path, text)
+            ((cid := chunk_id(row.path, row.ordinal)), row.path, own.get(cid, text))
             for row in self._chunk_rows(paths)
             if (text := resolver.text(row.path, row.heading, row.digest, row.span, row.text))
             is not None
         ]
 
     def chunk_hashes(self, paths: Iterable[str] | None = None) -> list[tuple[str, str, str]]:
-        """``(chunk_id, path, SHA-256 hex of its text)`` of every chunk, or of ``paths``'s:
-        what changed, without reading a note (nor parsing spans: the vector pass asks this of
-        every chunk, 57k at 10k notes, on every ``reme index``)."""
-        sql = "SELECT path, ordinal, digest FROM chunks"
+        """``(chunk_id, path, SHA-256 hex of the text the vector arm embeds)`` of every chunk,
+        or of ``paths``'s: what changed, without reading a note (nor parsing spans: the vector
+        pass asks this of every chunk, 57k at 10k notes, on every ``reme index``)."""
+        sql = "SELECT path, ordinal, digest, vector_text FROM chunks"
         with self._read() as db:
             rows = rows_of_paths(db, sql, paths, order="ORDER BY path, ordinal")
-        return [(chunk_id(path, ordinal), path, digest.hex()) for path, ordinal, digest in rows]
+        return [
+            (chunk_id(path, ordinal), path, digest.hex() if own is None else _hex_digest(own))
+            for path, ordinal, digest, own in rows
+        ]
+
+    def _arm_texts(self, column: str, paths: Iterable[str] | None) -> dict[str, str]:
+        """Chunk id -> the per-arm text in ``column`` of the chunks of ``paths`` that have one."""
+        sql = f"SELECT path, ordinal, {column} FROM chunks WHERE {column} IS NOT NULL"
+        with self._read() as db:
+            rows = rows_of_paths(db, sql, paths, joiner="AND")
+        return {chunk_id(path, ordinal): text for path, ordinal, text in rows}
 
     def _chunk_rows(self, paths: Iterable[str] | None) -> list[ChunkRow]:
         sql = f"SELECT {CHUNK_COLUMNS} FROM chunks"
@@ -281,3 +298,7 @@ def _matches_any(path: str, patterns: Sequence[str]) -> bool:
     if not patterns:
         return True
     return path_matches(path, patterns)
+
+
+def _hex_digest(text: str) -> str:
+    return spans.digest(text).hex()

@@ -54,12 +54,17 @@ CREATE TABLE IF NOT EXISTS chunks (
     span_end INTEGER,
     prefixed INTEGER NOT NULL DEFAULT 0,
     text TEXT,
+    keyword_text TEXT,
+    vector_text TEXT,
     PRIMARY KEY (path, ordinal)
 ) WITHOUT ROWID;
 """
 CHUNK_COLUMNS = (
     "path, ordinal, start_line, end_line, heading, digest, span_start, span_end, prefixed, text"
 )
+ARM_COLUMNS = ("keyword_text", "vector_text")
+"""Per-arm index texts, stored whole and only where a chunker gave one (NULL: the chunk's text);
+added to a catalog of an earlier version of schema 3 on open."""
 REBUILDING = "rebuilding"
 """Meta key present while a rebuild is applied: one that never finished is done again."""
 NOTE_COLUMNS = "path, content_hash, size, name, description, status, date, tags, frontmatter"
@@ -147,6 +152,10 @@ def create_tables(db: sqlite3.Connection) -> bool:
     db.executescript(SCHEMA)
     migrated = migrate_chunks(db)
     db.executescript(CHUNKS_SCHEMA)
+    chunk_columns = {row[1] for row in db.execute("PRAGMA table_info(chunks)")}
+    for column in ARM_COLUMNS:  # chunks indexed before per-arm texts: each arm reads the text
+        if column not in chunk_columns:
+            db.execute(f"ALTER TABLE chunks ADD COLUMN {column} TEXT")
     columns = {row[1] for row in db.execute("PRAGMA table_info(notes)")}
     for column in STAT_COLUMNS:  # a version 1 catalog: stats are recorded from now on
         if column not in columns:

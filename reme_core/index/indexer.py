@@ -37,7 +37,7 @@ from reme_core.index.prepare import (
 )
 from reme_core.index.rwlock import ReadWriteLock
 from reme_core.index.seal import SealAtClose, SealKeeper
-from reme_core.schema import Link
+from reme_core.schema import Chunk, Link
 from reme_core.workspace import LinkResolver, WorkspacePaths
 from reme_core.workspace.paths import PathPatterns
 
@@ -246,7 +246,7 @@ class Indexer(FilePreparation):
             plan = self._prepare(todo, sorted(gone), added=added, stats=stats)
             if self.vectors is not None and self.vectors.available:
                 # The slow part of a write with vectors: the model runs while searches go on.
-                self.vectors.prepare(c.text for f in plan.files for c in f.chunks)
+                self.vectors.prepare(c.vector_body for f in plan.files for c in f.chunks)
                 plan.vector_paths = [*(f.path for f in plan.files), *plan.removed]
             report = self._apply(plan)
             report.problems.update(odd_report)
@@ -407,7 +407,7 @@ class Indexer(FilePreparation):
     def _put(self, prepared: PreparedFile) -> None:
         assert prepared.summary is not None
         self.catalog.put(prepared.summary, prepared.chunks, prepared.stat, prepared.text)
-        self.keyword.upsert(prepared.path, prepared.chunks)
+        self.keyword.upsert(prepared.path, keyword_chunks(prepared.chunks))
         if self.tags is not None:
             self.tags.set_tags(prepared.path, prepared.summary.tags)
         if prepared.links is not None:
@@ -464,3 +464,11 @@ def _stat_changed(
         if stamp is None or recorded(path) != stamp:
             changed.add(path)
     return changed
+
+
+def keyword_chunks(chunks: Sequence[Chunk]) -> list[Chunk]:
+    """``chunks`` as the keyword arm indexes them: each one's ``keyword_body`` as its text."""
+    return [
+        c if c.keyword_text is None else c.model_copy(update={"text": c.keyword_text})
+        for c in chunks
+    ]

@@ -15,6 +15,22 @@ class Chunk(BaseModel):
     text: str
     heading: str = ""
     """Heading breadcrumb ("Title > Section"), already prefixed to ``text`` by markdown chunkers."""
+    keyword_text: str | None = None
+    """What the keyword arm indexes when it differs from ``text`` (None: ``text``), e.g. the
+    note's date as words above it; ``text`` stays what a hit shows."""
+    vector_text: str | None = None
+    """What the vector arm embeds when it differs from ``text`` (None: ``text``), e.g. the turn
+    a conversation turn replies to, quoted above it."""
+
+    @property
+    def keyword_body(self) -> str:
+        """The text the keyword arm indexes."""
+        return self.text if self.keyword_text is None else self.keyword_text
+
+    @property
+    def vector_body(self) -> str:
+        """The text the vector arm embeds (the embedding cache is keyed by its hash)."""
+        return self.text if self.vector_text is None else self.vector_text
 
     @property
     def id(self) -> str:

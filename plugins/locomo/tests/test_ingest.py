@@ -51,3 +51,15 @@ def test_the_floor_is_plain_bm25_over_lowercased_word_tokens() -> None:
     assert floor.rank("Beach", 10) == ["c"]
     assert floor.rank("zzz", 10) == []
     assert floor.rank("pottery", 2) == ["d", "b"]
+
+
+def test_a_turn_names_the_turn_it_answers_in_its_session_only(tmp_path: Path) -> None:
+    (conv,) = load_conversations(LOCOMO)
+    ingested = ingest(tmp_path, conv)
+    path_of = {t: p for p, t in ingested.turn_of.items()}
+    second = (tmp_path / path_of["D1:2"]).read_text()
+    quoted = 'replying_to: "Ana: Hi Ben! I adopted a greyhound called Pixel yesterday."\n'
+    assert quoted in second
+    assert second.endswith("---\nBen: Congrats! I started pottery classes on Tuesday.\n")
+    assert "replying_to" not in (tmp_path / path_of["D1:1"]).read_text()  # opens its session
+    assert "replying_to" not in (tmp_path / path_of["D2:1"]).read_text()  # a new session
