@@ -5,7 +5,9 @@ object per line (``type`` user/assistant/summary/system, ``uuid``, ``parentUuid`
 ``sessionId``, ``isMeta``, ``message: {role, content}`` where content is text or a list of
 blocks). Only what the user and the assistant said is kept: tool calls and results, thinking,
 meta lines, side chains and tags Claude Code injects (``<system-reminder>``, slash-command
-echoes, local command output) are dropped. The Claude Code ``uuid`` becomes the message id.
+echoes, local command output) are dropped, except a tool result holding images, which becomes a
+turn of role ``tool`` linking them (see session_images). The Claude Code ``uuid`` becomes the
+message id.
 
 Reading is incremental and at-least-once. The byte cursor advances only over lines whose turns
 are already in ``sessions/<id>.jsonl``, so lines this run reads are confirmed (and skipped) by
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import os
 import re
 from pathlib import Path
@@ -42,6 +45,8 @@ from reme_plugins.auto_memory.transcript import (
     load_transcript,
     parse_timestamp,
 )
+
+log = logging.getLogger("reme.auto_memory.claude_code")
 
 _INJECTED = re.compile(
     r"<(system-reminder|command-name|command-message|command-args|local-command-stdout|"
@@ -64,7 +69,8 @@ class ClaudeCodeSettings(ComponentSettings):
     include_sidechains: bool = False
     """Keep the turns of subagents (Task tool side chains)."""
     max_read_bytes: int = Field(16 * 1024 * 1024, ge=1024)
-    """Bytes read per run; a longer backlog is read over the following runs."""
+    """Bytes read per run; a longer backlog is read over the following runs (a single line
+    longer than this, one holding big images, is read whole)."""
 
 
 def claude_dir(setting: str | None) -> Path:
@@ -164,10 +170,15 @@ def parse_line(raw: bytes) -> Any:
 
 
 def to_message(
-    obj: Any, include_sidechains: bool, session_id: str | None = None
+    obj: Any,
+    include_sidechains: bool,
+    shelf: session_images.Shelf | None = None,
+    calls: dict[str, str] | None = None,
 ) -> dict[str, Any] | None:
-    """One Claude Code line as an auto_memory message, or None for noise. With ``session_id``,
-    its inline images are named in the text (``[image: [[resource/sessions/...]]]``)."""
+    """One Claude Code line as an auto_memory message, or None for noise. With ``shelf``, its
+    inline images and those of its tool results are named in the text (``[image:
+    [[resource/sessions/...]]]``); a line that is only a tool result with images becomes a turn
+    of role ``tool``, naming the call (``calls``: tool_use id -> label) it answers."""
     if not isinstance(obj, dict) or obj.get("type") not in ("user", "assistant"):
         return None  # summary, system, file-history-snapshot, ...
     synthetic = ("isMeta", "isCompactSummary", "isVisibleInTranscriptOnly", "isApiErrorMessage")
@@ -181,13 +192,21 @@ def to_message(
         return None
     role = message.get("role") if message.get("role") in ("user", "assistant") else obj["type"]
     text = clean_text(block_text(message.get("content")))
-    if session_id is not None:
-        images = session_images.claude_images(message.get("content"))
-        if images:
-            found = session_images.markers(
-                images, session_images.image_paths(session_id, uuid, images)
-            )
-            text = f"{text}\n{found}".strip()
+    if shelf is not None:
+        own = session_images.claude_images(message.get("content"))
+        tools = session_images.claude_tool_images(message.get("content"))
+        paths = shelf.paths(uuid, turn_images(message))
+        parts = [text] if text else []
+        if own:
+            parts.append(session_images.markers(own, paths[: len(own)]))
+        at = len(own)
+        for call, images in tools:
+            label = (calls or {}).get(call)
+            parts.append(session_images.tool_text(label, images, paths[at : at + len(images)]))
+            at += len(images)
+        if tools and not text and not own:
+            role = "tool"  # a tool's answer, not the user's words
+        text = "\n".join(parts)
     if not text:
         return None
     text, _ = redact(text)  # the messages are step outputs too: no secret in them
@@ -227,16 +246,20 @@ class ClaudeCodeTranscriptStep(Step):
             retried = retry_unknown(fh, remembered, offset)
             fh.seek(offset)
             data = fh.read(self.settings.max_read_bytes)
+            if b"\n" not in data and len(data) == self.settings.max_read_bytes:
+                data += fh.readline()  # one line over the limit (big images) is read whole
         complete = data[: data.rfind(b"\n") + 1]  # a line still being written waits
         at_end = offset + len(data) >= size
         saved = load_transcript(reme, session_id).ids()
+        shelf = session_images.Shelf(reme.root, session_id)
+        calls: dict[str, str] = {}
         messages: list[dict[str, Any]] = []
         unknown: list[tuple[int, str]] = []
         for start, obj, reason in retried:
-            message = to_message(obj, self.settings.include_sidechains, session_id)
+            message = to_message(obj, self.settings.include_sidechains, shelf, calls)
             if message is not None and message["id"] not in saved:
                 messages.append(message)
-                _save_images(reme.root, session_id, obj)
+                _save_images(shelf, obj)
                 unknown.append((start, reason or "read again"))  # kept until it is saved
             elif reason is not None:
                 unknown.append((start, reason))
@@ -253,10 +276,11 @@ class ClaudeCodeTranscriptStep(Step):
             if reason is not None:
                 unknown.append((start, reason))
                 new_unknown += start not in seen
-            message = to_message(obj, self.settings.include_sidechains, session_id)
+            calls.update(session_images.claude_calls(obj))
+            message = to_message(obj, self.settings.include_sidechains, shelf, calls)
             if message is not None and message["id"] not in saved:
                 messages.append(message)
-                _save_images(reme.root, session_id, obj)
+                _save_images(shelf, obj)
             if not messages:
                 confirmed = position
         forgotten = max(0, len(unknown) - MAX_UNKNOWN)
@@ -275,6 +299,16 @@ class ClaudeCodeTranscriptStep(Step):
                 "partial_bytes": len(data) - len(complete) if at_end else 0,
             },
         }
+        images = shelf.report()
+        if images:
+            out["claude_code"]["images"] = images
+            if images["omitted"]:
+                log.warning(
+                    "claude code session %s: %d image(s) not kept (first: %s)",
+                    session_id,
+                    images["omitted"],
+                    images["first_omitted"],
+                )
         if unknown:
             out["claude_code"]["unknown_lines"] = {
                 "count": len(unknown),
@@ -289,10 +323,16 @@ class ClaudeCodeTranscriptStep(Step):
         return out
 
 
-def _save_images(root: Path, session_id: str, obj: dict[str, Any]) -> None:
-    """Keep the inline images of a turn about to be saved (before it is: a crash in between
-    leaves a file and no turn, which the next run's write finds already there)."""
-    images = session_images.claude_images(obj["message"].get("content"))
+def turn_images(message: dict[str, Any]) -> list[session_images.SessionImage]:
+    """A message's own images, then those of its tool results: the order they are numbered in."""
+    content = message.get("content")
+    tools = session_images.claude_tool_images(content)
+    return session_images.claude_images(content) + [i for _, found in tools for i in found]
+
+
+def _save_images(shelf: session_images.Shelf, obj: dict[str, Any]) -> None:
+    """Keep the images of a turn about to be saved (before it is: a crash in between leaves a
+    file and no turn, which the next run finds already there, by its bytes)."""
+    images = turn_images(obj["message"])
     if images:
-        paths = session_images.image_paths(session_id, obj["uuid"], images)
-        session_images.save(root, images, paths)
+        shelf.keep(obj["uuid"], images)

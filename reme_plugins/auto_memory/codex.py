@@ -9,7 +9,8 @@ the conversation), ``response_item`` (what the model saw and said: ``message``, 
 Older files hold the response items bare (``{"type": "message", "role": ...}``) after a first
 line ``{id, timestamp, instructions}``; both are read. Only ``message`` items of role user or
 assistant are kept, without the context Codex injects as user text (``# AGENTS.md
-instructions``, ``<environment_context>``, ``<user_instructions>``, ...). A message's id is a hash
+instructions``, ``<environment_context>``, ``<user_instructions>``, ...), and tool outputs that
+hold images (a turn of role ``tool`` linking them, see session_images). A message's id is a hash
 of its line, so a line read twice is saved once.
 
 Reading is incremental and at-least-once, as for Claude Code: the byte cursor advances only over
@@ -90,7 +91,8 @@ class CodexSettings(ComponentSettings):
     codex_home: str | None = None
     """Codex's folder; None = $CODEX_HOME, else ~/.codex."""
     max_read_bytes: int = Field(16 * 1024 * 1024, ge=1024)
-    """Bytes read per run; a longer backlog is read over the following runs."""
+    """Bytes read per run; a longer backlog is read over the following runs (a single line
+    longer than this, one holding big images, is read whole)."""
 
 
 def codex_home(setting: str | None = None) -> Path:
@@ -156,22 +158,36 @@ def classify(obj: Any) -> tuple[str, dict[str, Any] | None]:
     return "unknown", None
 
 
-def to_message(obj: Any, raw: bytes, session_id: str | None = None) -> dict[str, Any] | None:
-    """One known line as an auto_memory message, or None when it holds no turn. With
-    ``session_id``, its inline images are named in the text (``[image: [[resource/...]]]``)."""
+def to_message(
+    obj: Any,
+    raw: bytes,
+    shelf: session_images.Shelf | None = None,
+    calls: dict[str, str] | None = None,
+) -> dict[str, Any] | None:
+    """One known line as an auto_memory message, or None when it holds no turn. With ``shelf``,
+    its inline images are named in the text (``[image: [[resource/...]]]``), and a tool output
+    holding images becomes a turn of role ``tool`` naming the call (``calls``: call_id ->
+    label) it answers."""
     kind, item = classify(obj)
-    if kind != "item" or item is None or item.get("type") != "message":
+    if kind != "item" or item is None:
         return None
-    role = item.get("role")
-    if role not in ("user", "assistant"):
-        return None  # developer and system messages are Codex's own instructions
-    text = block_text(item.get("content"))
     turn = f"codex-{hashlib.sha256(raw).hexdigest()[:20]}"
-    if session_id is not None:
+    if item.get("type") in session_images.CODEX_OUTPUTS:
+        images = session_images.codex_tool_images(item)
+        if shelf is None or not images:
+            return None  # a tool's text output is not a turn
+        label = (calls or {}).get(str(item.get("call_id")))
+        role, text = "tool", session_images.tool_text(label, images, shelf.paths(turn, images))
+    elif item.get("type") == "message":
+        role = item.get("role")
+        if role not in ("user", "assistant"):
+            return None  # developer and system messages are Codex's own instructions
+        text = block_text(item.get("content"))
         images = session_images.codex_images(item.get("content"))
-        if images:
-            paths = session_images.image_paths(session_id, turn, images)
-            text = f"{text}\n{session_images.markers(images, paths)}".strip()
+        if shelf is not None and images:
+            text = f"{text}\n{session_images.markers(images, shelf.paths(turn, images))}".strip()
+    else:
+        return None
     if not text:
         return None
     text, _ = redact(text)  # the messages are step outputs too: no secret in them
@@ -268,17 +284,21 @@ class CodexTranscriptStep(Step):
                     retried.append((start, line[:-1]))
             fh.seek(offset)
             data = fh.read(self.settings.max_read_bytes)
+            if b"\n" not in data and len(data) == self.settings.max_read_bytes:
+                data += fh.readline()  # one line over the limit (big images) is read whole
         complete = data[: data.rfind(b"\n") + 1]  # a line still being written waits
         saved = load_transcript(reme, session_id).ids()
+        shelf = session_images.Shelf(reme.root, session_id)
+        calls: dict[str, str] = {}
         messages: list[dict[str, Any]] = []
         unknown: list[tuple[int, str]] = []
         for start, raw in retried:  # a reader that learnt their format saves them now
             obj = parse_line(raw)
             reason = unknown_reason(obj)
-            message = to_message(obj, raw, session_id) if reason is None else None
+            message = to_message(obj, raw, shelf, calls) if reason is None else None
             if message is not None and message["id"] not in saved:
                 messages.append(message)
-                _save_images(reme.root, session_id, obj, message["id"])
+                _save_images(shelf, obj, message["id"])
                 unknown.append((start, "read again"))  # kept until its turn is saved
             elif reason is not None:
                 unknown.append((start, reason))
@@ -296,10 +316,11 @@ class CodexTranscriptStep(Step):
                 new_unknown += start not in remembered
                 continue
             cwd = session_cwd(obj) or cwd
-            message = to_message(obj, raw, session_id)
+            calls.update(session_images.codex_calls(classify(obj)[1]))
+            message = to_message(obj, raw, shelf, calls)
             if message is not None and message["id"] not in saved:
                 messages.append(message)
-                _save_images(reme.root, session_id, obj, message["id"])
+                _save_images(shelf, obj, message["id"])
             if not messages:
                 confirmed = position
         forgotten = max(0, len(unknown) - MAX_UNKNOWN)
@@ -319,6 +340,16 @@ class CodexTranscriptStep(Step):
             "read_to": position,
             "partial_bytes": len(data) - len(complete) if at_end else 0,
         }
+        images = shelf.report()
+        if images:
+            info["images"] = images
+            if images["omitted"]:
+                log.warning(
+                    "codex session %s: %d image(s) not kept (first: %s)",
+                    session_id,
+                    images["omitted"],
+                    images["first_omitted"],
+                )
         if unknown:
             info["unknown_lines"] = {
                 "count": len(unknown),
@@ -344,9 +375,12 @@ class CodexTranscriptStep(Step):
         return out
 
 
-def _save_images(root: Path, session_id: str, obj: Any, turn: str) -> None:
-    """Keep the inline images of a turn about to be saved (see claude_code._save_images)."""
+def _save_images(shelf: session_images.Shelf, obj: Any, turn: str) -> None:
+    """Keep the images of a turn about to be saved (see claude_code._save_images)."""
     _, item = classify(obj)
-    images = session_images.codex_images((item or {}).get("content"))
+    item = item or {}
+    images = session_images.codex_tool_images(item) or session_images.codex_images(
+        item.get("content")
+    )
     if images:
-        session_images.save(root, images, session_images.image_paths(session_id, turn, images))
+        shelf.keep(turn, images)

@@ -27,7 +27,7 @@ from reme_plugins.auto_memory.draft import CheckedFact, NoteDraft, check_draft
 from reme_plugins.auto_memory.note import Labels, NoteBody, NoteState, read_note
 from reme_plugins.auto_memory.prompt import Context, PromptBuilder
 from reme_plugins.auto_memory.request import AutoMemoryRequest, AutoMemorySettings
-from reme_plugins.auto_memory.session_images import image_items
+from reme_plugins.auto_memory.session_images import image_items, names_images
 from reme_plugins.auto_memory.transcript import (
     AutoMemoryError,
     Entry,
@@ -344,7 +344,12 @@ class SessionWriter:
             body = NoteBody.new(name, self.labels)
         recorded = body.anchored("excerpt")
         shown_before = len(recorded)
-        spoken = [e for e in batch if e.role in ("user", "assistant") and e.line not in recorded]
+        spoken = [  # and the tool results that returned images, linked where they are kept
+            e
+            for e in batch
+            if (e.role in ("user", "assistant") or names_images(e.content))
+            and e.line not in recorded
+        ]
         room = max(self.settings.excerpt_turns - shown_before, 0)
         lines: list[str] = []
         for entry in spoken[:room]:

@@ -14,7 +14,7 @@ from PIL import Image
 
 from reme_core.runtime import Reme
 from reme_plugins.auto_memory import codex
-from reme_plugins.auto_memory.session_images import codex_images, image_paths, save
+from reme_plugins.auto_memory.session_images import Shelf, codex_images, image_paths, save
 from tests.fake_llm import plugins_with
 
 SID = "c0ffee00-1111-4222-8333-444455556666"
@@ -65,6 +65,11 @@ def write_session(claude: Path, *lines: str) -> None:
         fh.writelines(lines)
 
 
+def saved_turns(reme: Reme) -> list[dict[str, Any]]:
+    text = (reme.root / f"sessions/{SID}.jsonl").read_text(encoding="utf-8")
+    return [json.loads(t) for t in text.splitlines()]
+
+
 @pytest.fixture
 def open_ws(open_reme: Callable[..., Reme], claude: Path) -> Callable[..., Reme]:
     def open_(script: list[Any]) -> Reme:
@@ -94,22 +99,23 @@ def test_claude_code_images_are_saved_and_the_daily_note_links_them_to_the_turn(
     )
     reme = open_ws([NOTE])
     out = reme.run("auto_memory_cc", {"session_id": SID}).outputs
-    first, second = f"resource/sessions/{SID}/u1-1.png", f"resource/sessions/{SID}/u2-1.png"
-    assert (reme.root / first).read_bytes() == data and (reme.root / second).read_bytes() == data
-    assert sorted(p.name for p in (reme.root / "resource/sessions" / SID).iterdir()) == [
-        "u1-1.png",
-        "u2-1.png",
-    ]
-    turns = [
-        json.loads(t)
-        for t in (reme.root / f"sessions/{SID}.jsonl").read_text(encoding="utf-8").splitlines()
-    ]
+    first = f"resource/sessions/{SID}/u1-1.png"
+    assert (reme.root / first).read_bytes() == data
+    # The same bytes pasted again are kept once (by sha256) and linked where they are.
+    assert [p.name for p in (reme.root / "resource/sessions" / SID).iterdir()] == ["u1-1.png"]
+    turns = saved_turns(reme)
     assert turns[0]["content"] == f"why the spike?\n[image: [[{first}]]]"
-    assert turns[1]["content"] == f"[image: [[{second}]]]"
+    assert turns[1]["content"] == f"[image: [[{first}]]]"
     assert turns[2]["content"] == "[image omitted: the bytes are not image/png]"
     note = (reme.root / out["note"]).read_text(encoding="utf-8")
     assert f"user image ![[{first}]] ([[sessions/{SID}.jsonl#L1]])" in note
-    assert f"user image ![[{second}]] ([[sessions/{SID}.jsonl#L2]])" in note
+    assert f"user image ![[{first}]] ([[sessions/{SID}.jsonl#L2]])" in note
+    assert out["claude_code"]["images"] == {
+        "saved": 1,
+        "linked": 2,
+        "omitted": 1,
+        "first_omitted": "turn u3: the bytes are not image/png",
+    }
 
 
 def test_a_saved_image_becomes_a_resource_note_without_a_model(
@@ -143,7 +149,8 @@ def test_codex_input_images_are_named_in_the_turn_and_saved(tmp_path: Path):
     }
     obj = {"timestamp": "2026-11-02T17:05:00.000Z", "type": "response_item", "payload": item}
     raw = json.dumps(obj).encode()
-    message = codex.to_message(obj, raw, "s1")
+    shelf = Shelf(tmp_path, "s1")
+    message = codex.to_message(obj, raw, shelf)
     assert message is not None
     path = f"resource/sessions/s1/{message['id']}-1.png"
     assert message["content"] == (
