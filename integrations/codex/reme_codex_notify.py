@@ -248,6 +248,9 @@ def outcome(outputs: dict) -> str:
     if status == "deferred" and isinstance(pending, int):
         line += f" ({pending} turn(s) saved, waiting to be summarised)"
     codex = outputs.get("codex")
+    images = codex.get("images") if isinstance(codex, dict) else None
+    if isinstance(images, dict) and images.get("omitted"):  # the turns are saved without them
+        line += f"; {images['omitted']} image(s) not kept ({images.get('first_omitted')})"
     unknown = codex.get("unknown_lines") if isinstance(codex, dict) else None
     if isinstance(unknown, dict) and unknown.get("count"):
         line += (

@@ -118,12 +118,14 @@ def ask(
     prompt: str,
     *,
     tool: str = TOOL,
+    arguments: dict[str, Any] | None = None,
     resume: str | None = None,
     **env: str,
 ) -> Turn:
     """``claude -p prompt`` in ``cwd`` (resuming ``resume``), with the scripted model calling
-    ``tool``; ``env`` adds or overrides variables (REME_URL, REME_TOKEN, REME_HOOK_LOG)."""
-    script = Script(tool=tool, arguments={"query": "larkspur kiln key"})
+    ``tool`` (with ``arguments``, else reme's search for the fact); ``env`` adds or overrides
+    variables (REME_URL, REME_TOKEN, REME_HOOK_LOG)."""
+    script = Script(tool=tool, arguments=arguments or {"query": "larkspur kiln key"})
     debug = served.tmp / f"debug-{time.monotonic_ns()}.txt"
     args = ["-p", prompt, "--allowedTools", tool, "--output-format", "json"]
     args += ["--debug-file", str(debug)] + (["--resume", resume] if resume else [])

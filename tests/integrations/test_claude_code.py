@@ -177,6 +177,30 @@ def test_stop_hook_finds_the_server_from_the_workspace_folder(served: Served):
     assert_saved(served, OTHER_SID, log)
 
 
+def test_an_image_left_out_is_named_in_the_hook_log_and_its_turn_saved(served: Served):
+    sid, log = "1c0ffee0-1111-4222-8333-444455556666", served.tmp / "hook-image.log"
+    lying = {"type": "base64", "media_type": "image/png", "data": "R0lGODlhAQABAAAAACw="}
+    result = [
+        {
+            "type": "tool_result",
+            "tool_use_id": "t1",
+            "content": [{"type": "image", "source": lying}],
+        }
+    ]  # a gif's bytes, named a png
+    lines = [("u1", "user", "Open the chart"), ("u2", "user", result)]
+    with open(served.tmp / "claude" / "projects" / PROJECT / f"{sid}.jsonl", "w") as fh:
+        for uuid, kind, content in lines:
+            message = {"role": kind, "content": content}
+            fh.write(json.dumps({"type": kind, "uuid": uuid, "message": message}) + "\n")
+    env = clean_env(REME_URL=served.url, REME_TOKEN=served.token, REME_HOOK_LOG=str(log))
+    done, _ = run_hook(hook_input(sid, served.tmp), env)
+    assert done.returncode == 0
+    found = "; 1 image(s) not kept (turn u2: the bytes are not image/png)"
+    assert wait_for(lambda: log.is_file() and found in log.read_text(encoding="utf-8"))
+    saved = (served.workspace / "sessions" / f"{sid}.jsonl").read_text(encoding="utf-8")
+    assert [json.loads(t)["role"] for t in saved.splitlines()] == ["user", "tool"]
+
+
 def test_mcp_json_reaches_the_server(served: Served):
     # Expand .mcp.json the way Claude Code does (${VAR} and ${VAR:-default}), then initialize.
     env = {"REME_URL": served.url, "REME_TOKEN": served.token}

@@ -16,7 +16,8 @@ only adds the new turns, and a turn run with the server down, a wrong token or a
 still answers, tells Claude Code one ``reme:`` line (its debug log) and is saved by the next turn,
 which also reports two lines the capture does not know, written into the host's transcript. A
 half-written last line is tested at the hook level on a copy of that real transcript (the host
-cannot be made to leave one). Last, ``reme integrate claude-code`` (project and user scope)
+cannot be made to leave one). A png the host's Read tool opens is kept under ``resource/sessions/``
+from the tool_result the host writes. Last, ``reme integrate claude-code`` (project and user scope)
 connects the real host without the plugin, and ``--remove`` disconnects it.
 
 Without node and npm the tests are skipped, unless REME_REQUIRE_HOSTS=1 (CI), where they fail.
@@ -24,6 +25,7 @@ Without node and npm the tests are skipped, unless REME_REQUIRE_HOSTS=1 (CI), wh
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 from collections.abc import Iterator
@@ -32,6 +34,7 @@ from typing import Any, NamedTuple
 
 import pytest
 from conftest import KEYWORD_ONLY_ENV
+from PIL import Image
 
 from reme_core.server.auth import TokenStore
 from reme_core.workspace import parse_frontmatter
@@ -345,6 +348,38 @@ def test_an_unknown_line_and_a_half_written_one_in_a_real_transcript(
     after = saved_turns(served, sid)
     assert after[:1] == first and [t["role"] for t in after] == ["user", "assistant"]
     assert TOKEN_OF_FACT in after[1]["content"]
+
+
+def test_an_image_the_host_reads_is_kept_under_resource_and_linked_from_the_note(
+    claude_bin: Path, served: Served, installed: Installed
+) -> None:
+    """The scripted model has Claude Code's Read tool open a png: the host writes the image into
+    its transcript as a tool_result block, and the capture keeps those bytes."""
+    chart = installed.project / "latency-chart.png"
+    Image.new("RGB", (48, 32), (12, 140, 160)).save(chart)
+    hook_log = served.tmp / "image-hook.log"
+    turn = ask(
+        claude_bin,
+        served,
+        installed.project,
+        "What does latency-chart.png show?",
+        tool="Read",
+        arguments={"file_path": str(chart)},
+        REME_URL=served.url,
+        REME_TOKEN=served.token,
+        REME_HOOK_LOG=str(hook_log),
+    )
+    assert turn.done.returncode == 0, turn.context()
+    sid = turn.output["session_id"]
+    assert wait_for(lambda: turn_count(served, sid, 3)), logs(served, hook_log)
+    user, tool, _ = saved_turns(served, sid)
+    kept = f"resource/sessions/{sid}/{tool['id']}-1.png"
+    assert user["role"] == "user" and tool["role"] == "tool", tool
+    assert tool["content"] == f"Read {chart} returned:\n[image: [[{kept}]]]", tool
+    data = (served.workspace / kept).read_bytes()
+    assert data.startswith(b"\x89PNG") and Image.open(io.BytesIO(data)).size == (48, 32)
+    note = daily_note(served.workspace, sid)
+    assert note is not None and f"[[{kept}]]" in note.read_text(encoding="utf-8")
 
 
 # -- `reme integrate claude-code`, then the real host without the plugin ---------------------

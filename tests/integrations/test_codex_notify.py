@@ -280,3 +280,26 @@ def test_an_unknown_rollout_line_is_named_in_the_log(served: Served):
     assert f"{sid}: unsummarised daily/" in line, line  # the known turns are saved
     assert "1 line(s) of the rollout in a format this reme does not know" in line, line
     assert "type 'v9'" in line and len(saved(served, sid)) == 4
+
+
+def test_an_image_left_out_is_named_in_the_log_and_its_turn_saved(served: Served):
+    sid = new_session(served)
+    rollout = (served.codex / ROLLOUT).with_name(f"rollout-2026-12-03T19-00-00-{sid}.jsonl")
+    lying = "data:image/png;base64,R0lGODlhAQABAAAAACw="  # a gif's bytes, named a png
+    output = {
+        "type": "function_call_output",
+        "call_id": "c1",
+        "output": [{"type": "input_image", "image_url": lying, "detail": "high"}],
+    }
+    with open(rollout, "a", encoding="utf-8") as fh:
+        fh.write(
+            json.dumps(
+                {"timestamp": "2026-12-03T19:00:00Z", "type": "response_item", "payload": output}
+            )
+            + "\n"
+        )
+    log = run_notify(served, notification(sid), "--url", served.url, token=served.write)
+    (line,) = log_lines(log)
+    assert "; 1 image(s) not kept (turn codex-" in line, line
+    assert line.endswith(": the bytes are not image/png)"), line
+    assert saved(served, sid)[-1]["role"] == "tool" and len(saved(served, sid)) == 5

@@ -300,6 +300,9 @@ def call(session_id: str, flush: bool = False) -> tuple[str, bool]:
     unknown, partial = read.get("unknown_lines"), read.get("partial_bytes")
     if isinstance(partial, int) and partial > 0:
         line += f"; a last line still being written ({partial} bytes) waits for the next call"
+    images = read.get("images")
+    if isinstance(images, dict) and images.get("omitted"):  # the turns are saved without them
+        line += f"; {images['omitted']} image(s) not kept ({images.get('first_omitted')})"
     if not isinstance(unknown, dict) or not unknown.get("count"):
         return line, False
     where = f"first at byte {unknown.get('first')}: {unknown.get('reason')}"
