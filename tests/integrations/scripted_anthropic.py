@@ -12,35 +12,30 @@ server-sent events when the request asks for ``stream: true`` and are one JSON m
 from __future__ import annotations
 
 import json
-import threading
 import uuid
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
 from typing import Any
+
+from tests.integrations.scripted_http import (
+    BaseScript,
+    Recorded,
+    ScriptedServer,
+    Stream,
+    event,
+    recalled,
+    text_of,
+)
+
+__all__ = ["Script", "ScriptedServer"]
 
 MODEL = "claude-scripted"
 SIDE_ANSWER = "ok"
 
 
 @dataclass
-class Recorded:
-    """One request the host made."""
-
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: Any
-
-
-@dataclass
-class Script:
+class Script(BaseScript):
     """What the model does: call ``tool`` with ``arguments``, then answer with ``answer_prefix``
     followed by the text of the tool's result."""
-
-    tool: str
-    arguments: dict[str, Any]
-    answer_prefix: str = "From the workspace: "
-    requests: list[Recorded] = field(default_factory=list)
 
     def messages_requests(self) -> list[dict[str, Any]]:
         return [r.body for r in self.requests if r.path.startswith("/v1/messages") and _is_main(r)]
@@ -51,8 +46,23 @@ class Script:
         for body in self.messages_requests():
             for block in _blocks(body, turn_only=True):
                 if _is_scripted(block):
-                    found.append(_text_of(block.get("content")))
+                    found.append(text_of(block.get("content")))
         return found
+
+    def respond(self, method: str, path: str, body: Any) -> Any | Stream:
+        if method == "GET":
+            if path.startswith("/v1/models"):
+                return {"data": [{"id": MODEL, "type": "model"}], "has_more": False}
+            return {}
+        if path.endswith("/count_tokens"):
+            return {"input_tokens": 10}
+        if method != "POST" or path != "/v1/messages" or not isinstance(body, dict):
+            return {}
+        blocks, stop = _reply(self, body)
+        model = body.get("model") or MODEL
+        if not body.get("stream"):
+            return _message(blocks, stop, model)
+        return Stream([event(e, e["type"]) for e in _events(blocks, stop, model)])
 
 
 TOOL_USE_PREFIX = "toolu_scripted_"
@@ -96,30 +106,11 @@ def _turn_start(messages: list[Any]) -> int:
     return 0
 
 
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(_text_of(c.get("text", c.get("content"))) for c in content if c)
-    return "" if content is None else str(content)
-
-
-def _recalled(result: str) -> str:
-    """The hit texts of a reme search result (JSON), else the result as it came."""
-    try:
-        hits = json.loads(result.split("\n\n<system-reminder>", 1)[0]).get("hits")
-    except (ValueError, AttributeError):
-        return result
-    if not isinstance(hits, list) or not hits:
-        return result
-    return " ".join(str(h.get("text", "")).replace("\n", " ") for h in hits if isinstance(h, dict))
-
-
 def _reply(script: Script, body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
     """The content blocks and stop reason for one messages request."""
     results = [b for b in _blocks(body, turn_only=True) if _is_scripted(b)]
     if results:
-        text = script.answer_prefix + _recalled(_text_of(results[-1].get("content")))
+        text = script.answer_prefix + recalled(text_of(results[-1].get("content")))
         return [{"type": "text", "text": text}], "end_turn"
     offered = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
     if script.tool in offered:
@@ -172,92 +163,3 @@ def _events(blocks: list[dict[str, Any]], stop: str, model: str) -> list[dict[st
         {"type": "message_stop"},
     ]
     return events
-
-
-def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
-    lock = threading.Lock()
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args: Any) -> None:  # quiet: the test reads script.requests
-            pass
-
-        def _record(self) -> Any:
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length) if length else b""
-            try:
-                body = json.loads(raw) if raw else None
-            except ValueError:
-                body = raw.decode("utf-8", "replace")
-            with lock:
-                script.requests.append(
-                    Recorded(self.command, self.path, dict(self.headers.items()), body)
-                )
-            return body
-
-        def _json(self, payload: Any, status: int = 200) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_GET(self) -> None:
-            self._record()
-            if self.path.startswith("/v1/models"):
-                self._json({"data": [{"id": MODEL, "type": "model"}], "has_more": False})
-            else:
-                self._json({})
-
-        def do_HEAD(self) -> None:
-            self._record()
-            self.send_response(200)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def do_POST(self) -> None:
-            body = self._record()
-            path = self.path.split("?", 1)[0]
-            if path.endswith("/count_tokens"):
-                self._json({"input_tokens": 10})
-                return
-            if path != "/v1/messages" or not isinstance(body, dict):
-                self._json({})
-                return
-            blocks, stop = _reply(script, body)
-            model = body.get("model") or MODEL
-            if not body.get("stream"):
-                self._json(_message(blocks, stop, model))
-                return
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Cache-Control", "no-cache")
-            self.send_header("Connection", "close")
-            self.end_headers()
-            for event in _events(blocks, stop, model):
-                self.wfile.write(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
-            self.wfile.flush()
-            self.close_connection = True
-
-    return Handler
-
-
-class ScriptedServer:
-    """``with ScriptedServer(script) as server:`` serves on ``server.url`` in a thread."""
-
-    def __init__(self, script: Script) -> None:
-        self.script = script
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(script))
-        self._httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-
-    def __enter__(self) -> ScriptedServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()

@@ -12,10 +12,19 @@ request is recorded, so a test can show what the host sent.
 from __future__ import annotations
 
 import json
-import threading
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
 from typing import Any
+
+from tests.integrations.scripted_http import (
+    BaseScript,
+    ScriptedServer,
+    Stream,
+    event,
+    text_of,
+    union,
+)
+
+__all__ = ["Script", "ScriptedServer", "answer", "offered", "text_of"]
 
 MODEL = "gpt-scripted"
 SIDE_ANSWER = "ok"
@@ -24,34 +33,14 @@ USAGE = {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}
 
 
 @dataclass
-class Recorded:
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: Any
-
-
-@dataclass
-class Script:
+class Script(BaseScript):
     """Call ``tool`` with ``arguments``, then answer ``answer_prefix`` + the tool's output."""
 
-    tool: str
-    arguments: dict[str, Any]
-    answer_prefix: str = "From the workspace: "
-    requests: list[Recorded] = field(default_factory=list)
-
     def chat_requests(self) -> list[dict[str, Any]]:
-        return [
-            r.body
-            for r in self.requests
-            if r.path.split("?", 1)[0].endswith("/chat/completions") and isinstance(r.body, dict)
-        ]
+        return self.bodies("/chat/completions")
 
     def offered_tools(self) -> list[str]:
-        names: list[str] = []
-        for body in self.chat_requests():
-            names += [n for n in offered(body) if n not in names]
-        return names
+        return union(offered(body) for body in self.chat_requests())
 
     def tool_outputs(self) -> list[str]:
         """The text of every ``tool`` message the host sent back for the scripted call."""
@@ -62,22 +51,38 @@ class Script:
             if isinstance(m, dict) and m.get("role") == "tool" and m.get("tool_call_id") == CALL_ID
         ]
 
+    def respond(self, method: str, path: str, body: Any) -> Any | Stream:
+        if method == "GET":
+            return {"object": "list", "data": [{"id": MODEL, "object": "model"}]}
+        if not path.endswith("/chat/completions") or not isinstance(body, dict):
+            return {}
+        message, finish = _message(self, body)
+        return answer(body, message, finish)
+
+
+def answer(
+    body: dict[str, Any], message: dict[str, Any], finish: str, usage: bool | None = None
+) -> dict[str, Any] | Stream:
+    """``message`` as the request asks for it: one ``chat.completion``, or chunks ending in
+    ``[DONE]`` when it streams, with a usage chunk when ``usage`` (by default when
+    ``stream_options.include_usage``)."""
+    model = body.get("model") or MODEL
+    if not body.get("stream"):
+        return _completion(message, finish, model)
+    if usage is None:
+        usage = bool((body.get("stream_options") or {}).get("include_usage"))
+    return Stream([*map(event, _chunks(message, finish, model, usage)), event("[DONE]")])
+
 
 def offered(body: dict[str, Any]) -> list[str]:
-    out = []
+    """The tool names a request offers (``function.name``, or a flat ``name``)."""
+    names: list[str] = []
     for tool in body.get("tools") or []:
-        name = (tool.get("function") or {}).get("name") if isinstance(tool, dict) else None
-        if isinstance(name, str):
-            out.append(name)
-    return out
-
-
-def text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return "" if content is None else str(content)
+        if isinstance(tool, dict):
+            name = (tool.get("function") or {}).get("name") or tool.get("name")
+            if isinstance(name, str):
+                names.append(name)
+    return names
 
 
 def _message(script: Script, body: dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -131,83 +136,3 @@ def _chunks(message: dict[str, Any], finish: str, model: str, usage: bool) -> li
     if usage:
         out.append({**chunk({}, None), "choices": [], "usage": USAGE})
     return out
-
-
-def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
-    lock = threading.Lock()
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args: Any) -> None:  # quiet: the test reads script.requests
-            pass
-
-        def _record(self) -> Any:
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length) if length else b""
-            try:
-                body = json.loads(raw) if raw else None
-            except ValueError:
-                body = raw.decode("utf-8", "replace")
-            with lock:
-                script.requests.append(
-                    Recorded(self.command, self.path, dict(self.headers.items()), body)
-                )
-            return body
-
-        def _json(self, payload: Any) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_GET(self) -> None:
-            self._record()
-            self._json({"object": "list", "data": [{"id": MODEL, "object": "model"}]})
-
-        def do_POST(self) -> None:
-            body = self._record()
-            if not self.path.split("?", 1)[0].endswith("/chat/completions") or not isinstance(
-                body, dict
-            ):
-                self._json({})
-                return
-            message, finish = _message(script, body)
-            model = body.get("model") or MODEL
-            if not body.get("stream"):
-                self._json(_completion(message, finish, model))
-                return
-            usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Cache-Control", "no-cache")
-            self.send_header("Connection", "close")
-            self.end_headers()
-            for item in _chunks(message, finish, model, usage):
-                self.wfile.write(f"data: {json.dumps(item)}\n\n".encode())
-            self.wfile.write(b"data: [DONE]\n\n")
-            self.wfile.flush()
-            self.close_connection = True
-
-    return Handler
-
-
-class ScriptedServer:
-    """``with ScriptedServer(script) as server:`` serves on ``server.url`` in a thread."""
-
-    def __init__(self, script: Script) -> None:
-        self.script = script
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(script))
-        self._httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-
-    def __enter__(self) -> ScriptedServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()

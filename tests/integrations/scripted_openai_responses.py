@@ -13,10 +13,20 @@ valid small answer. Every request is recorded, so a test can show what the host 
 from __future__ import annotations
 
 import json
-import threading
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
 from typing import Any
+
+from tests.integrations.scripted_http import (
+    BaseScript,
+    ScriptedServer,
+    Stream,
+    event,
+    recalled,
+    text_of,
+    union,
+)
+
+__all__ = ["Script", "ScriptedServer", "offered", "text_of", "tool_name"]
 
 MODEL = "gpt-scripted"
 SIDE_ANSWER = "ok"
@@ -24,41 +34,20 @@ CALL_ID = "call_scripted_0001"
 
 
 @dataclass
-class Recorded:
-    """One request the host made."""
-
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: Any
-
-
-@dataclass
-class Script:
+class Script(BaseScript):
     """What the model does: call ``tool`` with ``arguments``, then answer with ``answer_prefix``
     followed by the text of the tool's output."""
 
-    tool: str
-    arguments: dict[str, Any]
     namespace: str | None = None
     """Where the host groups the tool (codex offers an MCP server's tools as one ``namespace``
     tool, ``mcp__<server>``); the call then names both."""
-    answer_prefix: str = "From the workspace: "
-    requests: list[Recorded] = field(default_factory=list)
 
     def responses_requests(self) -> list[dict[str, Any]]:
-        return [
-            r.body
-            for r in self.requests
-            if r.path.split("?", 1)[0].endswith("/responses") and isinstance(r.body, dict)
-        ]
+        return self.bodies("/responses")
 
     def offered_tools(self) -> list[str]:
         """Every tool name the host offered, over all its requests (for failure messages)."""
-        names: list[str] = []
-        for body in self.responses_requests():
-            names += [n for n in offered(body) if n not in names]
-        return names
+        return union(offered(body) for body in self.responses_requests())
 
     def tool_outputs(self) -> list[str]:
         """The text of every ``function_call_output`` the host sent back for the scripted call."""
@@ -68,6 +57,19 @@ class Script:
             for item in _items(body)
             if item.get("type") == "function_call_output" and item.get("call_id") == CALL_ID
         ]
+
+    def respond(self, method: str, path: str, body: Any) -> Any | Stream:
+        if method == "GET":
+            if path.endswith("/models"):
+                return {"object": "list", "data": [{"id": MODEL, "object": "model"}]}
+            return {}
+        if not path.endswith("/responses") or not isinstance(body, dict):
+            return {}
+        item = _output(self, body)
+        model = body.get("model") or MODEL
+        if not body.get("stream"):
+            return _response([item], model, "completed")
+        return Stream([event(e, e["type"]) for e in _events(item, model)])
 
 
 def tool_name(tool: Any) -> str | None:
@@ -95,31 +97,6 @@ def _items(body: dict[str, Any]) -> list[dict[str, Any]]:
     return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
 
 
-def text_of(output: Any) -> str:
-    """A function_call_output's ``output``: a string, or a list of content parts."""
-    if isinstance(output, str):
-        return output
-    if isinstance(output, list):
-        return "\n".join(text_of(p.get("text", p.get("content"))) for p in output if p)
-    if isinstance(output, dict):
-        return text_of(output.get("content", output.get("text")))
-    return "" if output is None else str(output)
-
-
-def _recalled(result: str) -> str:
-    """The hit texts of a reme search result (JSON, maybe wrapped by the host), else the result."""
-    # codex prefixes an MCP tool's output with "Wall time: ...\nOutput:\n" before the JSON.
-    start = result.find("{")
-    try:
-        parsed = json.loads(result[start:] if start >= 0 else result)
-    except ValueError:
-        return result
-    hits = parsed.get("hits") if isinstance(parsed, dict) else None
-    if not isinstance(hits, list) or not hits:
-        return result
-    return " ".join(str(h.get("text", "")).replace("\n", " ") for h in hits if isinstance(h, dict))
-
-
 def _output(script: Script, body: dict[str, Any]) -> dict[str, Any]:
     """The one output item for a responses request."""
     outputs = [
@@ -128,7 +105,7 @@ def _output(script: Script, body: dict[str, Any]) -> dict[str, Any]:
         if i.get("type") == "function_call_output" and i.get("call_id") == CALL_ID
     ]
     if outputs:
-        return _message(script.answer_prefix + _recalled(text_of(outputs[-1].get("output"))))
+        return _message(script.answer_prefix + recalled(text_of(outputs[-1].get("output"))))
     wanted = f"{script.namespace}/{script.tool}" if script.namespace else script.tool
     if wanted in offered(body):
         call = {
@@ -204,82 +181,3 @@ def _events(item: dict[str, Any], model: str) -> list[dict[str, Any]]:
         {"type": "response.completed", "response": _response([item], model, "completed")},
     ]
     return events
-
-
-def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
-    lock = threading.Lock()
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args: Any) -> None:  # quiet: the test reads script.requests
-            pass
-
-        def _record(self) -> Any:
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length) if length else b""
-            try:
-                body = json.loads(raw) if raw else None
-            except ValueError:
-                body = raw.decode("utf-8", "replace")
-            with lock:
-                script.requests.append(
-                    Recorded(self.command, self.path, dict(self.headers.items()), body)
-                )
-            return body
-
-        def _json(self, payload: Any, status: int = 200) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_GET(self) -> None:
-            self._record()
-            if self.path.split("?", 1)[0].endswith("/models"):
-                self._json({"object": "list", "data": [{"id": MODEL, "object": "model"}]})
-            else:
-                self._json({})
-
-        def do_POST(self) -> None:
-            body = self._record()
-            if not self.path.split("?", 1)[0].endswith("/responses") or not isinstance(body, dict):
-                self._json({})
-                return
-            item = _output(script, body)
-            model = body.get("model") or MODEL
-            if not body.get("stream"):
-                self._json(_response([item], model, "completed"))
-                return
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Cache-Control", "no-cache")
-            self.send_header("Connection", "close")
-            self.end_headers()
-            for event in _events(item, model):
-                self.wfile.write(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
-            self.wfile.flush()
-            self.close_connection = True
-
-    return Handler
-
-
-class ScriptedServer:
-    """``with ScriptedServer(script) as server:`` serves on ``server.url`` in a thread."""
-
-    def __init__(self, script: Script) -> None:
-        self.script = script
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(script))
-        self._httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-
-    def __enter__(self) -> ScriptedServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
