@@ -74,6 +74,8 @@ class OnnxRunner:
             return session
         with self._lock:
             if self._session is None:
+                if not self._arena:  # before loading: the model's buffers are large too
+                    bound_mmap_threshold()
                 self._session = open_session(self._model_path(), threads=1, arena=self._arena)
                 if not self._arena:  # loading the model freed more than it keeps
                     release_freed_memory()
@@ -106,12 +108,37 @@ def release_freed_memory() -> None:
         trim(0)
 
 
-@functools.cache
+MMAP_THRESHOLD = 256 * 1024
+"""Bytes from which glibc serves an allocation with its own memory map (``bound_mmap_threshold``)."""
+
+
+def bound_mmap_threshold() -> None:
+    """Fix glibc's mmap threshold at ``MMAP_THRESHOLD`` (``mallopt(M_MMAP_THRESHOLD)``) where the
+    C allocator is glibc's; elsewhere nothing. glibc raises its threshold to the size of each
+    mapped block freed (up to 32 MB), after which a run's activations (a 512-token text's
+    attention scores are 12 MB) come from the heap, where freed memory stays resident; fixed,
+    each large buffer is mapped and unmapped by its run. Smaller blocks (a query's activations,
+    a keyword search's arrays) are left to the heap. Measured on the embedder alone (fresh
+    processes, 96 texts of 50-400 words): peak 176-191 -> 166-167 MB, resident after 124 -> 116
+    MB, a 512-token run ~4% slower, a query's run unchanged (onnxruntime 1.32, glibc 2.36)."""
+    mallopt = _libc_function("mallopt")
+    if mallopt is not None:
+        mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+
+
+_M_MMAP_THRESHOLD = -3  # glibc's malloc.h
+
+
 def _malloc_trim() -> Any:
+    return _libc_function("malloc_trim")
+
+
+@functools.cache
+def _libc_function(name: str) -> Any:
     import ctypes
 
     try:
-        return ctypes.CDLL(None).malloc_trim  # glibc's; musl and macOS have none
+        return getattr(ctypes.CDLL(None), name)  # glibc's; musl and macOS may have none
     except (AttributeError, OSError, TypeError):  # TypeError: Windows has no CDLL(None)
         return None
 
