@@ -60,7 +60,12 @@ from synthetic import generate_workspace  # noqa: E402
 KEYWORD_ONLY = ["components.embedding=null", "components.file_store=null"]
 CONFIGS: dict[str, list[str]] = {"keyword": KEYWORD_ONLY, "defaults": []}
 """A side's config -> its overrides (``defaults``: none, what ``reme`` ships)."""
-SHARED_VECTORS = Path.home() / ".cache" / "reme" / "bench-vectors.sqlite3"
+SHARED_VECTORS = Path(
+    os.environ.get("REME_BENCH_VECTORS")
+    or Path.home() / ".cache" / "reme" / "bench-vectors.sqlite3"
+)
+"""The shared vector cache the defaults side starts from and adds to; $REME_BENCH_VECTORS: another
+file (a copy, so that a run leaves the shared one as it was)."""
 NOOP_RUNS = 5
 """No-op index passes timed per side (one is at the mercy of a noisy machine)."""
 
