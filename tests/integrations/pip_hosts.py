@@ -93,6 +93,7 @@ def pip_venv(name: str, version: str, requirements: Path, editable: Sequence[Pat
     # The checkout's projects after the host, in one call: where one of them pins a dependency
     # differently from the host (reme's croniter 7 against Hermes' 6), pip installs ours and
     # warns; the host tests show the host still runs.
-    _pip(venv, [*limits, *(a for p in editable for a in ("-e", str(p)))])
+    if editable:  # a host reached over HTTP only (QwenPaw) needs none of this checkout
+        _pip(venv, [*limits, *(a for p in editable for a in ("-e", str(p)))])
     marker.write_text(stamp, encoding="utf-8")
     return python

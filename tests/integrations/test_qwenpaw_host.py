@@ -1,0 +1,180 @@
+"""reme inside a real QwenPaw, pinned, against a scripted model.
+
+``integrations/qwenpaw/requirements.txt`` pins ``qwenpaw``; a session fixture installs it alone
+into ``$XDG_CACHE_HOME/reme/hosts/qwenpaw-<version>`` (pip_hosts.py): the plugin reaches reme
+over HTTP, so reme is not in QwenPaw's venv (QwenPaw pins agentscope 2.0.10 and reme-ai
+0.4.1.11, which reme-agentscope's agentscope 2.0.11 cannot share). Each test sets QwenPaw up in a
+fresh ``$QWENPAW_WORKING_DIR`` with QwenPaw's own CLI, as its README tells a user to:
+``qwenpaw init --defaults``, ``qwenpaw models add-provider/add-model`` for the scripted Chat
+Completions server on 127.0.0.1 (scripted_openai_chat.py), ``qwenpaw plugin install
+integrations/qwenpaw/reme-memory``, and the agent's ``running.memory_manager_backend`` set to ``reme`` with
+reme serve's url (the token in ``$REME_TOKEN``). Then qwenpaw_agent.py runs one turn through
+QwenPaw's plugin loader, ``Workspace`` and runtime (what ``qwenpaw app`` does per chat request):
+the scripted model calls QwenPaw's ``memory_search`` tool, reme answers with the fact only the
+workspace holds, the answer carries it, and QwenPaw's auto-memory worker hands the turn to reme,
+which writes the transcript under ``sessions/`` and a note under ``daily/``.
+
+Not driven: ``qwenpaw task`` (the headless CLI) builds its agent with no workspace, so no memory
+manager at all, QwenPaw's own included; ``qwenpaw app`` is the same code behind a web server.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+from conftest import KEYWORD_ONLY_ENV
+
+from reme_core.workspace import parse_frontmatter
+from tests.integrations import hosts, pip_hosts
+from tests.integrations.scripted_openai_chat import Script, ScriptedServer
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+INTEGRATION = ROOT / "integrations" / "qwenpaw"
+REQUIREMENTS = INTEGRATION / "requirements.txt"
+PLUGIN = INTEGRATION / "reme-memory"  # what `qwenpaw plugin install` copies
+FACT = "The larkspur kiln key hangs behind the blue enamel door, tag 7Q-ORCHID."
+TOKEN_OF_FACT = "7Q-ORCHID"
+QUESTION = "Where does the larkspur kiln key hang?"
+TOOL = "memory_search"
+RUN_TIMEOUT_S = 300
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    return hosts.clean_env(("OPENAI_", "QWENPAW_", "COPAW_"), **KEYWORD_ONLY_ENV, **extra)
+
+
+@pytest.fixture(scope="session")
+def qwenpaw_python() -> Path:
+    version = pip_hosts.pinned(REQUIREMENTS, "qwenpaw")
+    python = pip_hosts.pip_venv("qwenpaw", version, REQUIREMENTS, [])
+    probe = "import importlib.metadata as m; print(m.version('qwenpaw'), m.version('agentscope'))"
+    done = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[0] == version, done.stdout
+    return python
+
+
+class Served(NamedTuple):
+    url: str
+    token: str
+    workspace: Path
+    log: Path
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """``reme serve`` over a one-note workspace, with a write-profile token for QwenPaw."""
+    tmp = tmp_path_factory.mktemp("qwenpaw_host")
+    workspace = hosts.one_note_workspace(tmp / "ws", FACT)
+    log = tmp / "server.log"
+    with hosts.reme_served(workspace, log, clean_env(REME_TIMEZONE="UTC"), "write") as (
+        server,
+        token,
+    ):
+        assert server["auth"] is True  # so an answer proves QwenPaw sent the token
+        yield Served(server["url"], token, workspace, log)
+
+
+def qwenpaw(python: Path, env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        [str(python), "-m", "qwenpaw", *args],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+    )
+    assert done.returncode == 0, f"qwenpaw {' '.join(args)}: rc {done.returncode}\n{done.stderr}"
+    return done.stdout
+
+
+def set_up(python: Path, home: Path, model_url: str, backend: dict[str, Any], token: str) -> dict:
+    """A QwenPaw home as a user sets it up: QwenPaw's CLI, then the agent's memory backend."""
+    env = clean_env(
+        QWENPAW_WORKING_DIR=str(home / "qwenpaw"),
+        QWENPAW_SECRET_DIR=str(home / "secret"),
+        REME_TOKEN=token,
+        NO_PROXY="127.0.0.1,localhost",
+        HOME=str(home),
+    )
+    qwenpaw(python, env, "init", "--defaults", "--accept-security")
+    qwenpaw(python, env, "models", "add-provider", "scripted", "-n", "Scripted", "-u", model_url)
+    qwenpaw(python, env, "models", "add-model", "scripted", "-m", "gpt-scripted", "-n", "gpt")
+    provider = home / "secret" / "providers" / "custom" / "scripted.json"
+    data = json.loads(provider.read_text(encoding="utf-8"))
+    data["api_key"] = "sk-scripted-dummy"  # `models config-key` asks for it interactively
+    provider.write_text(json.dumps(data), encoding="utf-8")
+    installed = qwenpaw(python, env, "plugin", "install", str(PLUGIN))
+    assert "Plugin validation successful" in installed and "rejected" not in installed, installed
+    agent_json = home / "qwenpaw" / "workspaces" / "default" / "agent.json"
+    agent = json.loads(agent_json.read_text(encoding="utf-8"))
+    agent["active_model"] = {"provider_id": "scripted", "model": "gpt-scripted"}
+    agent["running"]["memory_manager_backend"] = "reme"
+    agent["running"]["memory_backend_configs"] = {"reme": backend}
+    agent_json.write_text(json.dumps(agent, indent=2), encoding="utf-8")
+    return env
+
+
+def ask(python: Path, tmp: Path, served: Served, token: str) -> tuple[dict[str, Any], Script]:
+    script = Script(tool=TOOL, arguments={"query": "larkspur kiln key"})
+    with ScriptedServer(script) as model:
+        env = set_up(python, tmp, f"{model.url}/v1", {"url": served.url}, token)
+        spec = {
+            "agent_dir": str(tmp / "qwenpaw" / "workspaces" / "default"),
+            "question": QUESTION,
+            "session_id": "kiln-1",
+        }
+        done = subprocess.run(
+            [str(python), str(HERE / "qwenpaw_agent.py"), json.dumps(spec)],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT_S,
+        )
+    context = (
+        f"rc {done.returncode}\nstdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-4000:]}"
+    )
+    assert done.returncode == 0, context
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result["_stderr"], result["_context"] = done.stderr, context
+    assert "reme-memory" in result["plugins"], context
+    assert result["manager"] == "RemeMemoryManager" and result["backend"] == "reme", context
+    assert script.chat_requests(), f"QwenPaw never called the model\n{context}"
+    assert TOOL in script.offered_tools(), script.offered_tools()
+    return result, script
+
+
+def test_qwenpaw_recalls_and_records_through_reme_serve(
+    qwenpaw_python: Path, served: Served, tmp_path: Path
+) -> None:
+    result, script = ask(qwenpaw_python, tmp_path, served, served.token)
+    context = result["_context"]
+    outputs = script.tool_outputs()
+    assert outputs, f"no tool answer for {TOOL}\n{context}"
+    assert TOKEN_OF_FACT in outputs[-1] and "notes/kiln.md" in outputs[-1], outputs[-1]
+    assert TOKEN_OF_FACT in result["answer"], context
+    assert [t["status"] for t in result["tasks"]] == ["completed"], result["tasks"]
+    # QwenPaw hands auto-memory its agent's own session id (a uuid), not the request's.
+    transcripts = sorted((served.workspace / "sessions").glob("qwenpaw-*.jsonl"))
+    assert len(transcripts) == 1, transcripts
+    transcript = transcripts[0]
+    assert transcript.name in result["tasks"][0]["result"], result["tasks"]
+    turns = [json.loads(line) for line in transcript.read_text(encoding="utf-8").splitlines()]
+    assert turns[0]["role"] == "user" and turns[0]["content"] == QUESTION, turns[0]
+    assert TOKEN_OF_FACT in turns[-1]["content"], turns[-1]
+    notes = list((served.workspace / "daily").glob("*/*.md"))
+    assert len(notes) == 1, notes
+    meta, _ = parse_frontmatter(notes[0].read_text(encoding="utf-8"))
+    assert meta["source"] == f"[[sessions/{transcript.name}]]", meta
+    server_log = served.log.read_text(errors="replace")
+    assert '"POST /api/v1/search HTTP/1.1" 200' in server_log, server_log[-3000:]
+    assert '"POST /api/v1/auto_memory HTTP/1.1" 200' in server_log, server_log[-3000:]
