@@ -123,10 +123,17 @@ def set_up(python: Path, home: Path, model_url: str, backend: dict[str, Any], to
     return env
 
 
-def ask(python: Path, tmp: Path, served: Served, token: str) -> tuple[dict[str, Any], Script]:
+def ask(
+    python: Path,
+    tmp: Path,
+    served: Served,
+    token: str,
+    backend: dict[str, Any] | None = None,
+    manager: str | None = "RemeMemoryManager",
+) -> tuple[dict[str, Any], Script]:
     script = Script(tool=TOOL, arguments={"query": "larkspur kiln key"})
     with ScriptedServer(script) as model:
-        env = set_up(python, tmp, f"{model.url}/v1", {"url": served.url}, token)
+        env = set_up(python, tmp, f"{model.url}/v1", backend or {"url": served.url}, token)
         spec = {
             "agent_dir": str(tmp / "qwenpaw" / "workspaces" / "default"),
             "question": QUESTION,
@@ -147,9 +154,10 @@ def ask(python: Path, tmp: Path, served: Served, token: str) -> tuple[dict[str, 
     result = json.loads(done.stdout.strip().splitlines()[-1])
     result["_stderr"], result["_context"] = done.stderr, context
     assert "reme-memory" in result["plugins"], context
-    assert result["manager"] == "RemeMemoryManager" and result["backend"] == "reme", context
+    assert result["manager"] == manager and result["backend"] == "reme", context
     assert script.chat_requests(), f"QwenPaw never called the model\n{context}"
-    assert TOOL in script.offered_tools(), script.offered_tools()
+    if manager is not None:
+        assert TOOL in script.offered_tools(), script.offered_tools()
     return result, script
 
 
@@ -178,3 +186,31 @@ def test_qwenpaw_recalls_and_records_through_reme_serve(
     server_log = served.log.read_text(errors="replace")
     assert '"POST /api/v1/search HTTP/1.1" 200' in server_log, server_log[-3000:]
     assert '"POST /api/v1/auto_memory HTTP/1.1" 200' in server_log, server_log[-3000:]
+
+
+def test_qwenpaw_with_a_wrong_token_still_answers(
+    qwenpaw_python: Path, served: Served, tmp_path: Path
+) -> None:
+    """reme refuses both calls: the tool answers with the error, the model still gets its turn,
+    capture logs one warning line, and nothing is written."""
+    before = sorted((served.workspace / "sessions").glob("*.jsonl"))
+    result, script = ask(qwenpaw_python, tmp_path, served, "reme_wrong")
+    outputs = script.tool_outputs()
+    assert outputs and "HTTP 401" in outputs[-1], outputs
+    assert result["answer"].startswith("From the workspace: Error: memory search failed"), result
+    warnings = [line for line in result["_stderr"].splitlines() if "reme capture skipped" in line]
+    assert len(warnings) == 1 and "HTTP 401" in warnings[0], result["_stderr"][-3000:]
+    assert [t["status"] for t in result["tasks"]] == ["completed"], result["tasks"]
+    assert sorted((served.workspace / "sessions").glob("*.jsonl")) == before
+
+
+def test_qwenpaw_with_a_bad_reme_setting_starts_without_memory(
+    qwenpaw_python: Path, served: Served, tmp_path: Path
+) -> None:
+    """An unknown setting stops the backend with one line naming it; QwenPaw's memory service is
+    optional, so the agent starts and answers without long-term memory."""
+    backend = {"url": served.url, "capture_evry": 2}
+    result, script = ask(qwenpaw_python, tmp_path, served, served.token, backend, manager=None)
+    assert "unknown setting(s) ['capture_evry']" in result["_stderr"], result["_stderr"][-3000:]
+    assert TOOL not in script.offered_tools(), script.offered_tools()
+    assert result["answer"], result["_context"]
