@@ -118,19 +118,26 @@ def note_stem(chat: str, turn_id: str) -> str:
 def write_turns(chat: Conversation, root: Path, context: bool = False) -> dict[str, str]:
     """One note per turn under ``root/daily/<date>/``; returns note stem -> turn id.
 
-    ``context``: the note also quotes the turn it answers (the one before it in its session),
-    so a reply such as "yes, in May" carries what it says yes to.
+    Every note's frontmatter has ``date`` and, when it is not the first of its day,
+    ``replying_to: "<speaker>: <text>"`` (the turn before it), as reme-locomo's ingest writes
+    it: the default markdown chunker embeds that line above the turn (``vector_context_keys``).
+    ``context``: the note's body also quotes the turn it answers, so a reply such as "yes, in
+    May" carries what it says yes to in both arms.
     """
     owners: dict[str, str] = {}
     previous: Turn | None = None
     for turn in chat.turns:
         stem = note_stem(chat.name, turn.turn_id)
         body = f"{turn.speaker}: {turn.text.strip()}"
-        if context and previous is not None and previous.day == turn.day:
-            body = f"> {previous.speaker}: {previous.text.strip()}\n\n{body}"
+        head = f"date: {turn.day}\n"
+        if previous is not None and previous.day == turn.day:
+            answered = f"{previous.speaker}: {' '.join(previous.text.split())}"
+            head += f"replying_to: {json.dumps(answered, ensure_ascii=False)}\n"
+            if context:
+                body = f"> {previous.speaker}: {previous.text.strip()}\n\n{body}"
         note = root / "daily" / turn.day / f"{stem}.md"
         note.parent.mkdir(parents=True, exist_ok=True)
-        note.write_text(f"---\ndate: {turn.day}\n---\n{body}\n", "utf-8")
+        note.write_text(f"---\n{head}---\n{body}\n", "utf-8")
         owners[stem] = turn.turn_id
         previous = turn
     return owners

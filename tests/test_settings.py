@@ -57,7 +57,12 @@ def test_builtin_defaults_match_the_spec() -> None:
     assert s.components.keyword_index == ComponentSelection(name="bm25s")
     assert s.components.embedding == ComponentSelection(name="e5-onnx")
     assert s.components.file_store == ComponentSelection(name="zvec")
-    assert s.components.chunkers[".md"].settings == {"max_chars": 1500, "overlap_chars": 200}
+    assert s.components.chunkers[".md"].settings == {
+        "max_chars": 1500,
+        "overlap_chars": 200,
+        "keyword_context_keys": [],
+        "vector_context_keys": ["replying_to"],
+    }
     assert s.index.max_file_bytes == 5242880
     assert s.files.max_read_bytes == 51200
     assert (s.search.limit, s.search.rrf_k, s.search.statuses) == (10, 60, ["active"])
@@ -135,7 +140,12 @@ def test_changing_a_selection_name_drops_the_old_settings() -> None:
     s = load_settings(overrides=["components.chunkers[.md].name=plain"], env={})
     assert s.components.chunkers[".md"] == ComponentSelection(name="plain")
     kept = load_settings(overrides=["components.chunkers[.md].settings.max_chars=900"], env={})
-    assert kept.components.chunkers[".md"].settings == {"max_chars": 900, "overlap_chars": 200}
+    assert kept.components.chunkers[".md"].settings == {
+        "max_chars": 900,
+        "overlap_chars": 200,
+        "keyword_context_keys": [],
+        "vector_context_keys": ["replying_to"],
+    }
 
 
 def test_parse_override() -> None:
@@ -312,6 +322,8 @@ def test_is_secret_key(key: str, secret: bool) -> None:
 class MarkdownSettings(ComponentSettings):
     max_chars: int = 1000
     overlap_chars: int = 0
+    keyword_context_keys: list[str] = []
+    vector_context_keys: list[str] = []
 
 
 class FakeMarkdown(Chunker):
@@ -403,7 +415,7 @@ def test_validate_components_accepts_the_defaults(plugins: Plugins) -> None:
         "components.chunkers[.jsonl]",
     }
     assert resolved["components.chunkers[.md]"][1] == MarkdownSettings(
-        max_chars=1500, overlap_chars=200
+        max_chars=1500, overlap_chars=200, vector_context_keys=["replying_to"]
     )
 
 

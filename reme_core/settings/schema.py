@@ -44,7 +44,13 @@ class ComponentSelection(_Strict):
 def _chunker_defaults() -> dict[str, ComponentSelection]:
     return {
         ".md": ComponentSelection(
-            name="markdown", settings={"max_chars": 1500, "overlap_chars": 200}
+            name="markdown",
+            settings={
+                "max_chars": 1500,
+                "overlap_chars": 200,
+                "keyword_context_keys": [],
+                "vector_context_keys": ["replying_to"],
+            },
         ),
         ".txt": ComponentSelection(name="text"),
         ".jsonl": ComponentSelection(name="jsonl"),

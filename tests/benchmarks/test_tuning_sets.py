@@ -46,6 +46,9 @@ def test_a_locomo_chat_becomes_one_dated_note_per_turn_without_its_ids(tmp_path:
     assert all("date: 2023-05-08" in t and "D1:" not in t for t in texts)
     reply = next(t for t in texts if "Ben:" in t)
     assert "> Ana: I adopted a cat." in reply and "[shares a photo: a cat]" in reply
+    assert 'replying_to: "Ana: I adopted a cat."' in reply  # the vector arm's context key
+    first = next(t for t in texts if "Ben:" not in t)
+    assert "replying_to" not in first  # the first turn of its day answers nothing
 
 
 def test_entity_facts_sit_outside_their_subjects_profile(tmp_path: Path) -> None:
