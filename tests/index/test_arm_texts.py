@@ -99,3 +99,19 @@ def test_vector_arm_embeds_its_context_and_an_edit_reindexes(root: Path, plugins
         assert EMBEDDED == ["Melanie: how was the lake?\nCaroline: yes, we went camping!"]
         ((_, _, text),) = reme.catalog.chunk_rows()
         assert text == EMBEDDED[0]
+
+
+def test_an_older_catalog_gets_the_arm_columns(tmp_path: Path) -> None:
+    import sqlite3
+
+    from reme_core.index.catalog_schema import CHUNKS_SCHEMA, create_tables
+
+    db = sqlite3.connect(tmp_path / "catalog.sqlite3", isolation_level=None)
+    old = CHUNKS_SCHEMA.replace("    keyword_text TEXT,\n    vector_text TEXT,\n", "")
+    assert "keyword_text" not in old
+    db.executescript(old)
+    create_tables(db)
+    columns = {row[1] for row in db.execute("PRAGMA table_info(chunks)")}
+    assert {"keyword_text", "vector_text"} <= columns
+    create_tables(db)  # a second open changes nothing
+    db.close()
