@@ -32,6 +32,7 @@ from reme_core.review import ReviewApi, Reviewer
 from reme_core.schema import Link, SearchFilters, SearchResponse
 from reme_core.search.arms import KeywordArm, SearchArm, VectorArm
 from reme_core.search.engine import Searcher
+from reme_core.search.expiry import file_day, parse_policy
 from reme_core.settings import (
     ComponentSelection,
     Settings,
@@ -129,7 +130,14 @@ class Reme:
             arms.append(VectorArm(self.vectors))
             weights = {"keyword": 1.0 - vector_weight, "vector": vector_weight}
         self.searcher = Searcher(
-            self.catalog, arms, weights, settings.search, graph=self.graph, tags=self.tags
+            self.catalog,
+            arms,
+            weights,
+            settings.search,
+            graph=self.graph,
+            tags=self.tags,
+            expire_policy=parse_policy(settings.lifecycle.expire),
+            modified=file_day(self.root, settings.tzinfo()),
         )
         # The served search pipelines, built on first use and kept (settings never change).
         self._search_pipelines: dict[str, SearchPipeline] = {}

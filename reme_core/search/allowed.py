@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from reme_core.components import TagIndex
 from reme_core.index.catalog import Catalog
 from reme_core.schema import SearchFilters
+from reme_core.search.expiry import Modified, Policy
 from reme_core.search.filters import allowed_by_path
 
 MAX_FILTER_SETS = 8
@@ -44,12 +45,17 @@ class AllowedCache:
         catalog: Catalog,
         tags: TagIndex | None,
         today: Callable[[], dt.date] = dt.date.today,
+        policy: Policy | None = None,
+        modified: Modified | None = None,
     ):
         self.catalog = catalog
         self.tags = tags
         self.today = today
         """The day expiry is judged on (``search.expiry``): part of each answer's key, so a
         note expires at midnight without a write."""
+        self.policy = dict(policy or {})
+        """``lifecycle.expire`` (fixed for the workspace's life, so not part of the key)."""
+        self.modified = modified
         self._lock = threading.Lock()
         self._answers: OrderedDict[str, Allowed] = OrderedDict()
         self._computing: dict[tuple[str, int], Future[Allowed]] = {}
@@ -94,10 +100,25 @@ class AllowedCache:
         if known is not None and known.generation < generation:
             changed = self.catalog.changed_since(known.generation)
         if known is None or changed is None or len(changed) > max(64, len(known.by_path) // 4):
-            by_path = allowed_by_path(filters, self.catalog, self.tags, today=today)
+            by_path = allowed_by_path(
+                filters,
+                self.catalog,
+                self.tags,
+                today=today,
+                policy=self.policy,
+                modified=self.modified,
+            )
             return Allowed(generation, set().union(*by_path.values()), set(by_path), by_path)
         # Only the changed paths: drop what they allowed, add what they allow now.
-        fresh = allowed_by_path(filters, self.catalog, self.tags, within=changed, today=today)
+        fresh = allowed_by_path(
+            filters,
+            self.catalog,
+            self.tags,
+            within=changed,
+            today=today,
+            policy=self.policy,
+            modified=self.modified,
+        )
         ids = set(known.ids)
         by_path = dict(known.by_path)
         for path in changed:

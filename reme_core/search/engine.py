@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,7 @@ from reme_core.search.arm_pool import arm_pool
 from reme_core.search.arms import ArmUnavailable, SearchArm
 from reme_core.search.dates import rank_by_dates
 from reme_core.search.expansion import expand_links
+from reme_core.search.expiry import Modified, Policy
 from reme_core.search.fusion import fuse
 
 if TYPE_CHECKING:
@@ -38,6 +40,9 @@ class Searcher:
         graph: Graph | None = None,
         tags: TagIndex | None = None,
         degraded: list[str] | None = None,
+        expire_policy: Policy | None = None,
+        modified: Modified | None = None,
+        today: Callable[[], dt.date] | None = None,
     ):
         self.catalog = catalog
         self.arms = arms
@@ -46,7 +51,9 @@ class Searcher:
         self.graph = graph
         self.tags = tags
         self.degraded = list(degraded or [])
-        self._allowed = AllowedCache(catalog, tags)
+        self._allowed = AllowedCache(
+            catalog, tags, today or dt.date.today, policy=expire_policy, modified=modified
+        )
 
     def search(
         self,

@@ -6,13 +6,19 @@ in its path). From that day on search treats it as archived (left out unless ``a
 among the statuses asked for), and the scheduler's ``expire`` job sets ``status: archived`` in
 the note itself (``reme_core.service.lifecycle``). Expiry is by calendar day: comparing against
 "today" each search is what lets a note expire without being written again.
+
+A folder's policy (``lifecycle.expire``: ``{"sessions/": 90d}``) is judged the same way, by search
+and by the job alike (``folder_expired``): an active Markdown note of that folder with no
+``expires:`` of its own counts as archived once the duration has passed since its
+``created``/``date`` (else the file's modification day), before the job has written it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from reme_core.index.catalog import Catalog
@@ -80,11 +86,78 @@ def expiry_of(note: NoteSummary) -> dt.date | None:
     return None if start is None else start + when
 
 
-def expired_paths(catalog: Catalog, today: dt.date, paths: Iterable[str] | None = None) -> set[str]:
-    """The notes (of ``paths`` only, when given) whose ``expires`` day is today or earlier."""
+Policy = Mapping[str, dt.timedelta]
+"""Folder (``sessions/``) -> how long its notes stay current (``lifecycle.expire``, parsed)."""
+Modified = Callable[[str], "dt.date | None"]
+"""A note's path -> the day its file was last modified (None: unknown)."""
+
+
+def file_day(root: Path, tz: dt.tzinfo) -> Modified:
+    """The day each file under ``root`` was last modified, in ``tz`` (None: unreadable)."""
+
+    def modified(path: str) -> dt.date | None:
+        try:
+            stamp = (root / path).stat().st_mtime
+        except OSError:
+            return None
+        return dt.datetime.fromtimestamp(stamp, tz).date()
+
+    return modified
+
+
+def parse_policy(policy: Mapping[str, str]) -> dict[str, dt.timedelta]:
+    """``lifecycle.expire`` as durations (validated by the settings already)."""
+    return {folder: parse_duration(after, folder) for folder, after in policy.items()}
+
+
+def policy_archivable(note: NoteSummary) -> bool:
+    """What a folder's policy applies to: active Markdown notes naming no ``expires:``."""
+    return (
+        note.status == "active"
+        and note.path.lower().endswith(".md")
+        and "expires" not in note.frontmatter
+    )
+
+
+def folder_expired(
+    catalog: Catalog,
+    today: dt.date,
+    policy: Policy,
+    modified: Modified | None = None,
+    paths: Iterable[str] | None = None,
+) -> dict[str, dt.date]:
+    """The notes (of ``paths`` only, when given) past their folder's policy -> the day they
+    expired; the most specific folder wins (``sessions/`` < ``sessions/keep/``)."""
+    if not policy:
+        return {}
+    pool = catalog.paths() if paths is None else set(paths)
+    inside = [p for p in pool if any(p.startswith(f) for f in policy)]
+    out: dict[str, dt.date] = {}
+    for path, note in catalog.notes(inside).items():
+        if not policy_archivable(note):
+            continue
+        folder = max((f for f in policy if path.startswith(f)), key=len)
+        start = base_date(note) or (modified(path) if modified is not None else None)
+        if start is not None and start + policy[folder] <= today:
+            out[path] = start + policy[folder]
+    return out
+
+
+def expired_paths(
+    catalog: Catalog,
+    today: dt.date,
+    paths: Iterable[str] | None = None,
+    policy: Policy | None = None,
+    modified: Modified | None = None,
+) -> set[str]:
+    """The notes (of ``paths`` only, when given) whose ``expires`` day is today or earlier, or
+    that are past their folder's ``policy``."""
+    paths = None if paths is None else set(paths)
     out = set()
     for path, note in catalog.expiring(paths).items():
         when = expiry_of(note)
         if when is not None and when <= today:
             out.add(path)
+    if policy:
+        out.update(folder_expired(catalog, today, policy, modified, paths))
     return out

@@ -10,7 +10,7 @@ from reme_core.errors import SearchError
 from reme_core.index.catalog import Catalog
 from reme_core.schema import SearchFilters
 from reme_core.schema.note import NOTE_STATUSES
-from reme_core.search.expiry import expired_paths
+from reme_core.search.expiry import Modified, Policy, expired_paths
 
 
 def allowed_chunk_ids(
@@ -34,9 +34,12 @@ def allowed_by_path(
     *,
     within: Collection[str] | None = None,
     today: dt.date | None = None,
+    policy: Policy | None = None,
+    modified: Modified | None = None,
 ) -> dict[str, list[str]]:
     """``allowed_chunk_ids`` grouped by note path; with ``today``, a note whose ``expires`` day
-    has come counts as archived (``reme_core.search.expiry``)."""
+    has come, or that is past its folder's ``policy`` (``lifecycle.expire``), counts as archived
+    (``reme_core.search.expiry``)."""
     if filters.since and filters.until and filters.since > filters.until:
         raise SearchError(f"--since {filters.since} is after --until {filters.until}")
     if not filters.statuses:
@@ -63,7 +66,7 @@ def allowed_by_path(
     by_path = query(list(filters.statuses), tagged)
     # Expired notes (usually none: one small query of the notes naming expires) count as
     # archived; only when there are some is the catalog asked again, for those alone.
-    expired = set() if today is None else expired_paths(catalog, today, tagged)
+    expired = set() if today is None else expired_paths(catalog, today, tagged, policy, modified)
     if not expired:
         return by_path
     if "archived" not in filters.statuses:

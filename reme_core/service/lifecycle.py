@@ -19,7 +19,14 @@ from reme_core.light.tool_results import TOOL_RESULTS_DIR, SpillStore
 from reme_core.pipelines.locks import named_lock
 from reme_core.runtime import Reme
 from reme_core.schema import NoteSummary
-from reme_core.search.expiry import base_date, expiry_of, parse_duration, parse_expires
+from reme_core.search.expiry import (
+    expiry_of,
+    file_day,
+    folder_expired,
+    parse_duration,
+    parse_expires,
+    parse_policy,
+)
 from reme_core.workspace.history import HistoryError
 
 LOCK = "expire"
@@ -54,21 +61,11 @@ def due(reme: Reme, today: dt.date) -> tuple[dict[str, dt.date], dict[str, str]]
             invalid[path] = f"{path}: expires is a duration but the note has no created or date"
         elif when <= today and _archivable(note):
             expired[path] = when
-    policy = {
-        folder: parse_duration(duration, folder)
-        for folder, duration in reme.settings.lifecycle.expire.items()
-    }
-    if policy:
-        inside = [p for p in reme.catalog.paths() if any(p.startswith(f) for f in policy)]
-        for path, note in reme.catalog.notes(inside).items():
-            if "expires" in note.frontmatter or path in expired or not _archivable(note):
-                continue
-            # The most specific folder wins (``sessions/`` < ``sessions/keep/``).
-            folder = max((f for f in policy if path.startswith(f)), key=len)
-            after = policy[folder]
-            start = base_date(note) or _modified(reme, path)
-            if start is not None and start + after <= today:
-                expired[path] = start + after
+    # The same judgement search makes (``search.expiry.folder_expired``).
+    policy = parse_policy(reme.settings.lifecycle.expire)
+    modified = file_day(reme.root, reme.settings.tzinfo())
+    for path, when in folder_expired(reme.catalog, today, policy, modified).items():
+        expired.setdefault(path, when)
     return expired, invalid
 
 
@@ -108,11 +105,3 @@ def archive_expired(
 
 def _archivable(note: NoteSummary) -> bool:
     return note.status == "active" and note.path.lower().endswith(".md")
-
-
-def _modified(reme: Reme, path: str) -> dt.date | None:
-    try:
-        stamp = (reme.root / path).stat().st_mtime
-    except OSError:
-        return None
-    return dt.datetime.fromtimestamp(stamp, reme.settings.tzinfo()).date()

@@ -5,6 +5,7 @@ for, and expires at midnight without being written again (issue 24)."""
 from __future__ import annotations
 
 import datetime as dt
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from conftest import FAKE_VECTORS
 from reme_core.runtime import Reme
 from reme_core.schema import NoteSummary, SearchFilters
 from reme_core.search.expiry import expiry_of, parse_duration, parse_expires
+from reme_core.service.operations import OPERATIONS
 
 TODAY = dt.date(2026, 12, 3)
 NOTES = {
@@ -92,3 +94,58 @@ def test_expires_values() -> None:
             parse_expires(bad)
     note = NoteSummary(path="x.md", content_hash="h", size=1, frontmatter={"expires": "3d"})
     assert expiry_of(note) is None  # a duration with nothing to count from
+
+
+POLICY = 'lifecycle.expire={"sessions/": 90d, "sessions/keep/": 1000w}'
+SESSIONS = {
+    "sessions/2026-08-01/old.md": "---\ndate: 2026-08-01\n---\n\n# Old\n\nwombat standup old\n",
+    "sessions/2026-11-30/new.md": "---\ndate: 2026-11-30\n---\n\n# New\n\nwombat standup new\n",
+    "sessions/keep/2026-01-01/kept.md": "---\ndate: 2026-01-01\n---\n\nwombat standup kept\n",
+    "sessions/2026-01-02/own.md": (
+        "---\ndate: 2026-01-02\nexpires: 2027-01-01\n---\n\nwombat standup own\n"
+    ),
+    "sessions/undated.md": "# Undated\n\nwombat standup undated\n",
+    "sessions/2026-01-03/done.md": (
+        "---\ndate: 2026-01-03\nstatus: superseded\n---\n\nwombat standup done\n"
+    ),
+}
+
+
+def test_search_honours_the_folder_policy_before_the_expire_job_ran(
+    root: Path, default_plugins
+) -> None:
+    for rel, text in SESSIONS.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    old = dt.datetime(2026, 1, 5, tzinfo=dt.UTC).timestamp()
+    os.utime(root / "sessions/undated.md", (old, old))  # counts from the file's day
+    with Reme.open(
+        root, plugins=default_plugins, env={}, overrides=[*FAKE_VECTORS, POLICY, "timezone=UTC"]
+    ) as opened:
+        opened.index()
+        opened.searcher._allowed.today = lambda: TODAY
+
+        def standup(*statuses: str) -> set[str]:
+            filters = SearchFilters(statuses=list(statuses)) if statuses else None
+            return {h.path for h in opened.search("wombat standup", limit=20, filters=filters).hits}
+
+        # old (08-01 + 90d) and undated (its file's day) are past sessions/' 90 days; kept's
+        # folder keeps 1000 weeks; own's expires: wins over the folder; new is recent.
+        assert standup() == {
+            "sessions/2026-11-30/new.md",
+            "sessions/keep/2026-01-01/kept.md",
+            "sessions/2026-01-02/own.md",
+        }
+        # Found as archived, as the job would leave them; the superseded one stays superseded.
+        assert standup("archived") == {"sessions/2026-08-01/old.md", "sessions/undated.md"}
+        assert standup("superseded") == {"sessions/2026-01-03/done.md"}
+        # The job archives exactly what search already left out.
+        report = OPERATIONS["expire"].call(opened, {"today": TODAY.isoformat()})
+        assert set(report["archived"]) == {"sessions/2026-08-01/old.md", "sessions/undated.md"}
+        opened.index()
+        assert standup("archived") == {"sessions/2026-08-01/old.md", "sessions/undated.md"}
+        assert standup() == {
+            "sessions/2026-11-30/new.md",
+            "sessions/keep/2026-01-01/kept.md",
+            "sessions/2026-01-02/own.md",
+        }
