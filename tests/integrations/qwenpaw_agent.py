@@ -7,9 +7,10 @@ It does what ``qwenpaw app`` does at startup and per chat request, without the w
 QwenPaw's ``PluginLoader`` loads the plugins of type ``memory`` from the plugins folder (phase 1
 of the app's startup), a ``Workspace`` for the agent starts its services (the memory manager is
 built from the agent's ``running.memory_manager_backend``), and ``Workspace.stream_query`` runs
-one ``AgentRequest`` through QwenPaw's runtime. It then waits for QwenPaw's auto-memory worker to
-finish the capture it queued after the reply and stops the workspace. Prints one JSON line: the
-memory manager's class and backend, the answer's text, the auto-memory tasks.
+one ``AgentRequest`` per question (one session) through QwenPaw's runtime, each time waiting for
+QwenPaw's auto-memory worker to finish the capture it queued after the reply, then stops the
+workspace. Prints one JSON line: the
+memory manager's class and backend, each answer's text, the auto-memory tasks.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import asyncio
 import json
 import sys
 import time
+
+DONE = {"completed", "failed", "cancelled"}
 
 
 def _texts(event: object) -> list[str]:
@@ -51,35 +54,38 @@ async def main(spec: dict) -> dict:
 
     ws = Workspace(agent_id="default", workspace_dir=spec["agent_dir"])
     await ws.start()
-    answer: list[str] = []
+    answers: list[str] = []
     tasks: list[dict] = []
     manager = ws.memory_manager
     try:
-        request = AgentRequest(
-            input=[{"role": "user", "content": [{"type": "text", "text": spec["question"]}]}],
-            session_id=spec["session_id"],
-            user_id="reme-test",
-            channel="console",
-        )
-        last: list[str] = []
-        async for event in ws.stream_query(request):
-            texts = _texts(event)
-            if texts:
-                last = texts
-        answer = last
-        deadline = time.monotonic() + 60
-        while manager is not None and time.monotonic() < deadline:
-            tasks = manager.list_auto_memory_tasks()
-            if tasks and all(t["status"] in {"completed", "failed", "cancelled"} for t in tasks):
-                break
-            await asyncio.sleep(0.2)
+        for question in spec["questions"]:
+            request = AgentRequest(
+                input=[{"role": "user", "content": [{"type": "text", "text": question}]}],
+                session_id=spec["session_id"],
+                user_id="reme-test",
+                channel="console",
+            )
+            last: list[str] = []
+            async for event in ws.stream_query(request):
+                texts = _texts(event)
+                if texts:
+                    last = texts
+            answers.append("\n".join(last))
+            # The capture QwenPaw queued after this reply, finished before the next turn.
+            deadline = time.monotonic() + 60
+            while manager is not None and time.monotonic() < deadline:
+                tasks = manager.list_auto_memory_tasks()
+                if len(tasks) >= len(answers) and all(t["status"] in DONE for t in tasks):
+                    break
+                await asyncio.sleep(0.2)
     finally:
         await ws.stop()
     return {
         "plugins": plugins,
         "manager": type(manager).__name__ if manager is not None else None,
         "backend": ws.config.running.memory_manager_backend,
-        "answer": "\n".join(answer),
+        "answers": answers,
+        "answer": answers[-1] if answers else "",
         "tasks": [{k: t[k] for k in ("status", "trigger", "result", "error")} for t in tasks],
     }
 

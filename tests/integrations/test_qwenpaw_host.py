@@ -130,14 +130,16 @@ def ask(
     token: str,
     backend: dict[str, Any] | None = None,
     manager: str | None = "RemeMemoryManager",
+    questions: tuple[str, ...] = (QUESTION,),
+    session: str = "kiln-1",
 ) -> tuple[dict[str, Any], Script]:
     script = Script(tool=TOOL, arguments={"query": "larkspur kiln key"})
     with ScriptedServer(script) as model:
         env = set_up(python, tmp, f"{model.url}/v1", backend or {"url": served.url}, token)
         spec = {
             "agent_dir": str(tmp / "qwenpaw" / "workspaces" / "default"),
-            "question": QUESTION,
-            "session_id": "kiln-1",
+            "questions": list(questions),
+            "session_id": session,
         }
         done = subprocess.run(
             [str(python), str(HERE / "qwenpaw_agent.py"), json.dumps(spec)],
@@ -171,10 +173,9 @@ def test_qwenpaw_recalls_and_records_through_reme_serve(
     assert TOKEN_OF_FACT in outputs[-1] and "notes/kiln.md" in outputs[-1], outputs[-1]
     assert TOKEN_OF_FACT in result["answer"], context
     assert [t["status"] for t in result["tasks"]] == ["completed"], result["tasks"]
-    # QwenPaw hands auto-memory its agent's own session id (a uuid), not the request's.
-    transcripts = sorted((served.workspace / "sessions").glob("qwenpaw-*.jsonl"))
-    assert len(transcripts) == 1, transcripts
-    transcript = transcripts[0]
+    # Named by QwenPaw's chat session (the request's), not its agent's per-request uuid.
+    transcript = served.workspace / "sessions" / "qwenpaw-kiln-1.jsonl"
+    assert transcript.is_file(), sorted(p.name for p in (served.workspace / "sessions").glob("*"))
     assert transcript.name in result["tasks"][0]["result"], result["tasks"]
     turns = [json.loads(line) for line in transcript.read_text(encoding="utf-8").splitlines()]
     assert turns[0]["role"] == "user" and turns[0]["content"] == QUESTION, turns[0]
@@ -214,3 +215,27 @@ def test_qwenpaw_with_a_bad_reme_setting_starts_without_memory(
     assert "unknown setting(s) ['capture_evry']" in result["_stderr"], result["_stderr"][-3000:]
     assert TOOL not in script.offered_tools(), script.offered_tools()
     assert result["answer"], result["_context"]
+
+
+def test_a_second_turn_captures_only_its_new_turns(
+    qwenpaw_python: Path, served: Served, tmp_path: Path
+) -> None:
+    """Two turns of one QwenPaw session: each capture hands reme only the turn it follows, so the
+    transcript holds each question once, in order."""
+    before = set((served.workspace / "sessions").glob("qwenpaw-*.jsonl"))
+    second = "And what is the tag on the kiln key?"
+    result, _ = ask(
+        qwenpaw_python,
+        tmp_path,
+        served,
+        served.token,
+        questions=(QUESTION, second),
+        session="kiln-2",
+    )
+    assert [t["status"] for t in result["tasks"]] == ["completed", "completed"], result["tasks"]
+    assert all(TOKEN_OF_FACT in answer for answer in result["answers"]), result["answers"]
+    new = sorted(set((served.workspace / "sessions").glob("qwenpaw-*.jsonl")) - before)
+    assert [p.name for p in new] == ["qwenpaw-kiln-2.jsonl"], new  # one chat, one transcript
+    turns = [json.loads(line) for line in new[0].read_text(encoding="utf-8").splitlines()]
+    asked = [t["content"] for t in turns if t["role"] == "user"]
+    assert asked == [QUESTION, second], turns

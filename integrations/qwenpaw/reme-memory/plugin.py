@@ -17,7 +17,7 @@ QwenPaw's environment (QwenPaw ships ``httpx``). Its settings are the agent's
 
 Recall is QwenPaw's ``memory_search`` tool answering with ``POST /api/v1/search``; capture is
 QwenPaw's own auto-memory worker handing each batch of turns to ``POST /api/v1/auto_memory``
-(the transcript under ``sessions/qwenpaw-<session>.jsonl``, a note under ``daily/``). A failed
+(the transcript under ``sessions/qwenpaw-<chat session>.jsonl``, a note under ``daily/``). A failed
 call never fails the agent: the tool answers with the error line, capture logs one warning.
 """
 
@@ -199,6 +199,21 @@ class RemeMemoryManager(BaseMemoryManager):
 
     def get_auto_memory_interval(self) -> int:
         return self.settings["capture_every"]
+
+    def build_middlewares(self) -> list[Any]:
+        """QwenPaw's memory middleware, naming each capture by the chat session the request
+        belongs to: the ``session_id`` it passes otherwise is its agent's, new each request, so
+        one chat would become one transcript per turn."""
+        from qwenpaw.agents.middlewares import MemoryMiddleware
+
+        class ChatSessionMemoryMiddleware(MemoryMiddleware):
+            @staticmethod
+            def _agent_session_id(agent: Any) -> str:
+                request = getattr(agent, "_request_context", None) or {}
+                chat = request.get("session_id") if isinstance(request, dict) else None
+                return str(chat or MemoryMiddleware._agent_session_id(agent))
+
+        return [ChatSessionMemoryMiddleware(memory_manager=self)]
 
     async def auto_memory(self, messages: list[Msg], **kwargs: Any) -> str:
         """Hand one batch of turns to reme's auto_memory; a failure is one warning line."""
