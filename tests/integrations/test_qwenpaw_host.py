@@ -12,7 +12,8 @@ reme serve's url (the token in ``$REME_TOKEN``). Then qwenpaw_agent.py runs one 
 QwenPaw's plugin loader, ``Workspace`` and runtime (what ``qwenpaw app`` does per chat request):
 the scripted model calls QwenPaw's ``memory_search`` tool, reme answers with the fact only the
 workspace holds, the answer carries it, and QwenPaw's auto-memory worker hands the turn to reme,
-which writes the transcript under ``sessions/`` and a note under ``daily/``.
+which writes the transcript under ``sessions/`` and a note under ``daily/``. Also: two turns of one
+chat (one transcript, new turns only), a wrong token, reme down, a misspelt backend setting.
 
 Not driven: ``qwenpaw task`` (the headless CLI) builds its agent with no workspace, so no memory
 manager at all, QwenPaw's own included; ``qwenpaw app`` is the same code behind a web server.
@@ -21,6 +22,7 @@ manager at all, QwenPaw's own included; ``qwenpaw app`` is the same code behind 
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -239,3 +241,22 @@ def test_a_second_turn_captures_only_its_new_turns(
     turns = [json.loads(line) for line in new[0].read_text(encoding="utf-8").splitlines()]
     asked = [t["content"] for t in turns if t["role"] == "user"]
     assert asked == [QUESTION, second], turns
+
+
+def test_qwenpaw_with_reme_down_still_answers(
+    qwenpaw_python: Path, served: Served, tmp_path: Path
+) -> None:
+    """Nothing listens at the url: the tool says reme cannot be reached, the agent still answers,
+    capture logs one line."""
+    with socket.socket() as probe:  # a port that was free a moment ago, nothing on it now
+        probe.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    result, script = ask(
+        qwenpaw_python, tmp_path, served, served.token, {"url": down, "timeout": 5}
+    )
+    outputs = script.tool_outputs()
+    assert outputs and f"cannot reach reme at {down}" in outputs[-1], outputs
+    assert result["answer"].startswith("From the workspace: Error: memory search failed"), result
+    warnings = [line for line in result["_stderr"].splitlines() if "reme capture skipped" in line]
+    assert len(warnings) == 1 and "cannot reach reme" in warnings[0], result["_stderr"][-3000:]
+    assert [t["status"] for t in result["tasks"]] == ["completed"], result["tasks"]
