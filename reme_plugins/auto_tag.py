@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -173,6 +173,19 @@ class AutoTagStep(Step):
     name: ClassVar[str] = "auto_tag"
     supports_review: ClassVar[bool] = True
     reviewer: ClassVar[TagReviewer] = TagReviewer()
+
+    @classmethod
+    def forget_paths(cls, state_dir: Path, paths: Set[str]) -> list[str]:
+        """Purged notes leave the hash checkpoint."""
+        if not (state_dir / CHECKPOINT_FILE).is_file():
+            return []
+        with named_lock(state_dir, "auto_tag", cls.Settings().lock_timeout_seconds):
+            checkpoint = Checkpoint(state_dir / CHECKPOINT_FILE)
+            if not set(checkpoint.notes) & paths:
+                return []
+            checkpoint.notes = {p: h for p, h in checkpoint.notes.items() if p not in paths}
+            checkpoint.save()
+        return [CHECKPOINT_FILE]
 
     class Settings(ComponentSettings):
         max_tags: int = Field(default=6, ge=1, le=50)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Set
+from pathlib import Path
 from typing import Any
 
 from reme_core.components.base import Component
@@ -24,3 +26,10 @@ class Step(Component, ABC):
         ``run.llm`` (this pipeline's model or None), ``run.prompts(...)``, ``run.agent(...)``,
         ``run.record(verb)`` (named in the history commit).
         """
+
+    @classmethod
+    def forget_paths(cls, state_dir: Path, paths: Set[str]) -> list[str]:
+        """Drop the notes ``paths`` (being purged: ``reme forget --purge``) from this step's own
+        state under ``state_dir`` (a checkpoint, a cursor); return the files changed, relative
+        to ``state_dir``. A step keeping no state about notes keeps this default."""
+        return []

@@ -20,7 +20,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from reme_core.errors import NotFoundError, PathOutsideWorkspaceError, UnsupportedFileError
+from reme_core.components import Step
+from reme_core.errors import (
+    NotFoundError,
+    PathOutsideWorkspaceError,
+    RemeError,
+    UnsupportedFileError,
+)
 from reme_core.index.purge import (
     drop_cached_embeddings,
     files_holding,
@@ -69,6 +75,12 @@ class Purged(BaseModel):
     proposals: list[str] = Field(default_factory=list)
     journal_entries: int = 0
     history_commits_rewritten: int = 0
+    state: list[str] = Field(default_factory=list)
+    """The pipelines' state files the notes were dropped from (``.reme/dream/checkpoint.json``,
+    the proactive and auto_memory cursors, auto_tag's checkpoint: each step's
+    ``forget_paths``)."""
+    state_errors: list[str] = Field(default_factory=list)
+    """A step whose state could not be read (damaged): why; its file is left as it was."""
     compacted: list[str] = Field(default_factory=list)
     """The SQLite files rewritten (VACUUM), beside the keyword index and vector store."""
     vector_store_rebuilt: bool = False
@@ -163,6 +175,7 @@ def purge(reme: Reme, paths: list[str], *, confirm: bool, dry_run: bool = False)
             )
         removed.proposals = _drop_proposals(reme.state_dir, names, _needles(texts))
         removed.journal_entries = reme.journal.drop_paths(names)
+        removed.state, removed.state_errors = _forget_in_steps(reme, names)
         removed.history_commits_rewritten = purge_history(reme.history, paths)
         reme.optimize()  # keyword tombstones merged away, vector store compacted
         with reme.indexer.writers, reme.indexer.sealed_write():
@@ -173,6 +186,23 @@ def purge(reme: Reme, paths: list[str], *, confirm: bool, dry_run: bool = False)
             _rebuild_vectors(reme)
             remaining = traces(reme, _needles(texts))
     return ForgetReport(mode="purge", paths=paths, removed=removed, remaining=remaining)
+
+
+def _forget_in_steps(reme: Reme, names: set[str]) -> tuple[list[str], list[str]]:
+    """Each registered step drops the notes from its own state (``Step.forget_paths``)."""
+    done: list[str] = []
+    errors: list[str] = []
+    seen: set[Any] = set()
+    for entry in reme.plugins.registry("step").entries():
+        method = getattr(entry.cls.forget_paths, "__func__", None)
+        if method is None or method is Step.forget_paths.__func__ or method in seen:
+            continue
+        seen.add(method)
+        try:
+            done += [f".reme/{rel}" for rel in entry.cls.forget_paths(reme.state_dir, names)]
+        except RemeError as exc:
+            errors.append(f"{entry.name}: {exc}")
+    return sorted(set(done)), errors
 
 
 def traces(reme: Reme, needles: list[bytes]) -> list[str]:

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Set
 from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from reme_core.api import atomic_write
+from reme_core.api import atomic_write, named_lock
 from reme_plugins.auto_memory.transcript import AutoMemoryError
 
 
@@ -85,6 +85,24 @@ def pending_sessions(state_dir: Path) -> Iterator[tuple[str, SessionCursor]]:
             found.append((cursor.pending_since, path.stem, cursor))
     for _, session_id, cursor in sorted(found, key=lambda item: (item[0], item[1])):
         yield session_id, cursor
+
+
+def forget_notes(state_dir: Path, paths: Set[str]) -> list[Path]:
+    """Drop purged notes from every session cursor's ``unsummarised``; the cursors changed."""
+    changed = []
+    for path in sorted((state_dir / "auto_memory" / "sessions").glob("*.json")):
+        with named_lock(state_dir, f"auto_memory:{path.stem}"):  # the session's own lock
+            try:
+                cursor = load_cursor(state_dir, path.stem)
+            except AutoMemoryError:
+                continue
+            if not set(cursor.unsummarised) & paths:
+                continue
+            for rel in paths:
+                cursor.unsummarised.pop(rel, None)
+            save_cursor(state_dir, path.stem, cursor)
+        changed.append(path)
+    return changed
 
 
 def read_state(path: Path) -> dict | None:

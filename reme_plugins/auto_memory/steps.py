@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Set
+from pathlib import Path
 from typing import Any, ClassVar
 
 from reme_core.api import ConfigError, Prompts, RemeError, Step, hookimpl, named_lock
 from reme_plugins.auto_memory.claude_code import ClaudeCodeTranscriptStep
 from reme_plugins.auto_memory.codex import CodexTranscriptStep
-from reme_plugins.auto_memory.cursor import pending_sessions
+from reme_plugins.auto_memory.cursor import forget_notes, pending_sessions
 from reme_plugins.auto_memory.request import (
     FLUSH_IDLE,
     AutoMemoryRequest,
@@ -44,6 +45,11 @@ class AutoMemoryStep(Step):
     name: ClassVar[str] = "auto_memory"
     Settings = AutoMemorySettings
     settings: AutoMemorySettings
+
+    @classmethod
+    def forget_paths(cls, state_dir: Path, paths: Set[str]) -> list[str]:
+        """Purged notes leave the session cursors' ``unsummarised`` (``cursor.forget_notes``)."""
+        return [p.relative_to(state_dir).as_posix() for p in forget_notes(state_dir, paths)]
 
     def run(self, run: Any, state: dict[str, Any]) -> dict[str, Any]:
         reme = run.reme

@@ -18,6 +18,7 @@ Kept as JSON under ``.reme/dream/`` and written atomically.
 from __future__ import annotations
 
 import json
+from collections.abc import Set
 from pathlib import Path
 from typing import Literal
 
@@ -99,6 +100,25 @@ def save_checkpoint(state_dir: Path, checkpoint: Checkpoint) -> Path:
     data = json.dumps(checkpoint.model_dump(mode="json"), indent=1, ensure_ascii=False)
     atomic_write(path, (data + "\n").encode("utf-8"))
     return path
+
+
+def forget_notes(state_dir: Path, paths: Set[str]) -> bool:
+    """Drop purged notes from the checkpoint: their marks, and the queued or rejected units
+    drawn from them (a unit learned partly from a purged note is not integrated later).
+    Returns whether the checkpoint changed."""
+    path = checkpoint_path(state_dir)
+    if not path.is_file():
+        return False
+    checkpoint = load_checkpoint(state_dir)
+    kept = Checkpoint(
+        notes={p: m for p, m in checkpoint.notes.items() if p not in paths},
+        queue=[q for q in checkpoint.queue if not set(q.unit.sources) & paths],
+        rejected={i: r for i, r in checkpoint.rejected.items() if not set(r.source_hashes) & paths},
+    )
+    if kept == checkpoint:
+        return False
+    save_checkpoint(state_dir, kept)
+    return True
 
 
 def record_run(

@@ -13,7 +13,8 @@ holds (a pending proposal, a rejection with the same sources) are left out by dr
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Set
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, ValidationError
@@ -21,7 +22,13 @@ from pydantic import Field, ValidationError
 from reme_core.api import ComponentSettings, ConfigError, Step, hookimpl, named_lock
 
 from .agentic import AgentIntegration
-from .checkpoint import load_checkpoint, record_run, save_checkpoint
+from .checkpoint import (
+    checkpoint_path,
+    forget_notes,
+    load_checkpoint,
+    record_run,
+    save_checkpoint,
+)
 from .extract import extract_units
 from .integrate import Integrator
 from .review import DreamReviewer, held_by_review, proposer
@@ -181,6 +188,16 @@ class DreamFinish(Step):
 
     name: ClassVar[str] = "dream_finish"
     supports_review: ClassVar[bool] = True  # writes no note
+
+    @classmethod
+    def forget_paths(cls, state_dir: Path, paths: Set[str]) -> list[str]:
+        """Purged notes leave the checkpoint (``checkpoint.forget_notes``)."""
+        with named_lock(state_dir, LOCK):
+            return (
+                [checkpoint_path(state_dir).relative_to(state_dir).as_posix()]
+                if forget_notes(state_dir, paths)
+                else []
+            )
 
     def run(self, run: Any, state: dict[str, Any]) -> dict[str, Any]:
         params = DreamParams.from_state(state)

@@ -13,6 +13,7 @@ writing. A hand-edited file matches no entry and keeps the newest cursor.
 from __future__ import annotations
 
 import json
+from collections.abc import Set
 from pathlib import Path
 from typing import Literal
 
@@ -71,3 +72,21 @@ def load_cursor(state_dir: Path) -> Cursor:
 def save_cursor(state_dir: Path, cursor: Cursor) -> None:
     data = json.dumps(cursor.model_dump(mode="json"), indent=1, ensure_ascii=False)
     atomic_write(state_dir / FILE, (data + "\n").encode("utf-8"))
+
+
+def forget_notes(state_dir: Path, paths: Set[str]) -> bool:
+    """Drop purged notes from every saved mark (the marks stay, so nothing is read again);
+    returns whether the cursor changed."""
+    if not (state_dir / FILE).is_file():
+        return False
+    cursor = load_cursor(state_dir)
+    kept = Cursor(
+        marks=[
+            m.model_copy(update={"notes": {p: h for p, h in m.notes.items() if p not in paths}})
+            for m in cursor.marks
+        ]
+    )
+    if kept == cursor:
+        return False
+    save_cursor(state_dir, kept)
+    return True

@@ -13,19 +13,20 @@ written, their notes are read again next time), ``checks``, ``problems``.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Set
+from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import Field
 
-from reme_core.api import ComponentSettings, ReviewApi, Step, hookimpl
+from reme_core.api import ComponentSettings, ReviewApi, Step, hookimpl, named_lock
 
-from .cursor import load_cursor
+from .cursor import FILE, forget_notes, load_cursor
 from .models import ProactiveParams, Rejected
 from .reading import ask, batches, changed_notes, read_topics, shown_topics
 from .review import ProactiveReviewer, propose
 from .update import Changes, apply_answer, verify
-from .writing import advance, lock, note_text, now, today, write_note, write_topics
+from .writing import LOCK, advance, lock, note_text, now, today, write_note, write_topics
 
 PROMPTS = ("reme_plugins", "proactive")
 
@@ -36,6 +37,12 @@ class ProactiveStep(Step):
     name: ClassVar[str] = "proactive"
     supports_review: ClassVar[bool] = True
     reviewer: ClassVar[ProactiveReviewer] = ProactiveReviewer()
+
+    @classmethod
+    def forget_paths(cls, state_dir: Path, paths: Set[str]) -> list[str]:
+        """Purged notes leave the cursor's marks (``cursor.forget_notes``)."""
+        with named_lock(state_dir, LOCK):
+            return [FILE.as_posix()] if forget_notes(state_dir, paths) else []
 
     class Settings(ComponentSettings):
         batch_tokens: int = Field(8000, ge=500, le=200_000)

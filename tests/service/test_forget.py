@@ -301,3 +301,80 @@ def test_cli_forget_goes_through_the_running_server(tmp_path: Path) -> None:
         assert purged.exit_code == 0, purged.output
         assert json.loads(purged.stdout)["remaining"] == []
     assert not (root / SECRET).exists() and grep(root, TOKEN) == []
+
+
+def test_purge_drops_the_note_from_every_pipeline_checkpoint_and_cursor(reme: Reme) -> None:
+    from reme_plugins.auto_memory.cursor import SessionCursor, load_cursor, save_cursor
+    from reme_plugins.dream.checkpoint import (
+        Checkpoint,
+        NoteMark,
+        QueuedUnit,
+        RejectedUnit,
+        load_checkpoint,
+        save_checkpoint,
+    )
+    from reme_plugins.dream.units import DreamUnit
+    from reme_plugins.proactive.cursor import Cursor, Mark
+    from reme_plugins.proactive.cursor import load_cursor as proactive_cursor
+    from reme_plugins.proactive.cursor import save_cursor as save_proactive
+
+    state = reme.state_dir
+    keep = "daily/2026-11-02/standup.md"
+
+    def unit(uid: str, sources: list[str]) -> DreamUnit:
+        return DreamUnit(
+            id=uid, name=uid, bucket="wiki", summary="s", sources=sources,
+            source_hashes={s: "h" for s in sources},
+        )  # fmt: skip
+
+    save_checkpoint(
+        state,
+        Checkpoint(
+            notes={SECRET: NoteMark(hash="a", at="t"), keep: NoteMark(hash="b", at="t")},
+            queue=[
+                QueuedUnit(unit=unit("u1", [SECRET, keep]), status="pending", since="t"),
+                QueuedUnit(unit=unit("u2", [keep]), status="failed", since="t"),
+            ],
+            rejected={
+                "u3": RejectedUnit(
+                    name="u3", source_hashes={SECRET: "a"}, proposal="p", reason="r", at="t"
+                )
+            },
+        ),
+    )
+    marks = [Mark(topics_hash=h, notes={SECRET: "a", keep: "b"}, at="t") for h in ("x", "y")]
+    save_proactive(state, Cursor(marks=marks))
+    (state / "auto_tag.json").write_text(json.dumps({"version": 1, "notes": {SECRET: "a"}}))
+    save_cursor(state, "s1", SessionCursor(line=4, unsummarised={SECRET: [1], keep: [2]}))
+    assert len(grep(state, SECRET)) >= 4  # the proof below can fail
+
+    report = forget(reme, path=SECRET, purge=True, confirm=True)
+
+    assert report["remaining"] == [] and grep(state, SECRET) == []
+    assert report["removed"]["state"] == [
+        ".reme/auto_memory/sessions/s1.json",
+        ".reme/auto_tag.json",
+        ".reme/dream/checkpoint.json",
+        ".reme/proactive/cursor.json",
+    ]
+    assert report["removed"]["state_errors"] == []
+    # What other notes left there stays: nothing is read or integrated again for them.
+    checkpoint = load_checkpoint(state)
+    assert list(checkpoint.notes) == [keep] and [q.unit.id for q in checkpoint.queue] == ["u2"]
+    assert checkpoint.rejected == {}
+    assert [m.notes for m in proactive_cursor(state).marks] == [{keep: "b"}, {keep: "b"}]
+    assert load_cursor(state, "s1").unsummarised == {keep: [2]}
+    assert json.loads((state / "auto_tag.json").read_text())["notes"] == {}
+    # A second purge finds nothing to drop in them.
+    reme.files.write(SECRET, SECRET_TEXT)
+    assert forget(reme, path=SECRET, purge=True, confirm=True)["removed"]["state"] == []
+
+
+def test_a_damaged_checkpoint_is_reported_and_the_purge_still_completes(reme: Reme) -> None:
+    (reme.state_dir / "dream").mkdir(exist_ok=True)
+    (reme.state_dir / "dream" / "checkpoint.json").write_text("{not json")
+    report = forget(reme, path=SECRET, purge=True, confirm=True)
+    assert not (reme.root / SECRET).exists()
+    [error] = report["removed"]["state_errors"]
+    assert error.startswith("dream_finish: ") and "damaged" in error
+    assert (reme.state_dir / "dream" / "checkpoint.json").read_text() == "{not json"
