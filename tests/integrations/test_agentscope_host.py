@@ -16,10 +16,9 @@ scenario runs in a subprocess with that venv's python, offline:
   signatures checked against ReMe's (remelight_signatures.json, from reme-ai 0.3.1.10: the
   installed reme-ai 0.4.2.0 has no ReMeLight any more).
 
-QwenPaw (``qwenpaw`` 2.2.2.post1) is not installed: it pins ``agentscope==2.0.10`` and
-``reme-ai==0.4.1.11`` (so it cannot share this venv) and pulls playwright, onnxruntime,
-transformers, modelscope and a dozen chat-platform SDKs; its own memory manager
-(``qwenpaw.agents.memory.ReMeLightMemoryManager``) drives reme-ai's job API, not ReMeLight.
+QwenPaw (``qwenpaw`` 2.2.2.post1) is not installed here: it pins ``agentscope==2.0.10`` and
+``reme-ai==0.4.1.11``, so it cannot share this venv. It gets its own venv and reme through its
+memory-backend plugin (integrations/qwenpaw/), tested in test_qwenpaw_host.py.
 """
 
 from __future__ import annotations
