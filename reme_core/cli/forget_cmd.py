@@ -63,6 +63,15 @@ def _describe(report: dict[str, Any]) -> str:
     lines = [f"purged {', '.join(paths)}: {counts}"]
     if removed.get("proposals"):
         lines.append("proposals removed: " + ", ".join(removed["proposals"]))
+    cited = report.get("citations") or {}
+    for note, citing in (cited.get("citing") or {}).items():
+        edited = " (unlinked)" if note in cited.get("unlinked", []) else ""
+        lines.append(f"cited by {note}{edited}:")
+        lines += [f"  {c['line']}: {c['text']}" for c in citing]
+    if cited.get("unlinked"):
+        lines.append(
+            f"{cited['lines_removed']} citing line(s) removed; history entry {cited['history']}"
+        )
     if report["remaining"]:
         lines.append("still found in: " + ", ".join(report["remaining"]))
     else:
@@ -79,6 +88,11 @@ def _describe(report: dict[str, Any]) -> str:
 @click.option(
     "--purge", is_flag=True, help="Remove the note and every trace of it (not revertible)."
 )
+@click.option(
+    "--with-digests",
+    is_flag=True,
+    help="With --purge: also remove the links to it from the digest notes citing it.",
+)
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before a purge.")
 @click.option("--dry-run", is_flag=True, help="Only list the notes that would be forgotten.")
 @workspace_options(remote=True)
@@ -89,6 +103,7 @@ def forget_command(
     query: str | None,
     limit: int,
     purge: bool,
+    with_digests: bool,
     yes: bool,
     dry_run: bool,
 ) -> None:
@@ -101,6 +116,8 @@ def forget_command(
     asks first, and --yes skips the question (under --json it is required: JSON never prompts).
     """
     payload: dict[str, Any] = {"path": path, "query": query, "limit": limit, "purge": purge}
+    if with_digests:
+        payload["with_digests"] = True
     with opener() as reme:
         call = _caller(reme, "forget")
         if purge and not dry_run and not (yes or as_json):

@@ -36,6 +36,7 @@ from reme_core.index.purge import (
 from reme_core.pipelines.locks import named_lock
 from reme_core.review.store import ProposalStore
 from reme_core.runtime import Reme
+from reme_core.service.forget_digests import Citations, citations, unlink_digests
 from reme_core.workspace.history import HistoryError
 from reme_core.workspace.history_purge import purge_history, still_holds
 from reme_core.workspace.notes import parse_note
@@ -100,6 +101,9 @@ class ForgetReport(BaseModel):
     """Archive: the history entry (``reme revert`` takes it)."""
     history_error: str | None = None
     removed: Purged | None = None
+    citations: Citations | None = None
+    """Purge: the other notes linking to a forgotten note, with their citing lines, and what
+    ``with_digests`` removed from the digest notes among them (``service.forget_digests``)."""
     remaining: list[str] = Field(default_factory=list)
     """Purge: what still holds a forgotten note's path or text afterwards (``.reme/...``, a
     workspace file, ``history``); empty is the proof nothing does."""
@@ -148,11 +152,21 @@ def archive(reme: Reme, paths: list[str], dry_run: bool = False) -> ForgetReport
     return report
 
 
-def purge(reme: Reme, paths: list[str], *, confirm: bool, dry_run: bool = False) -> ForgetReport:
-    """Remove the notes and every trace of them under ``.reme/`` (see the module docstring)."""
+def purge(
+    reme: Reme,
+    paths: list[str],
+    *,
+    confirm: bool,
+    dry_run: bool = False,
+    with_digests: bool = False,
+) -> ForgetReport:
+    """Remove the notes and every trace of them under ``.reme/`` (see the module docstring);
+    ``with_digests`` also unlinks the digest notes citing them (``service.forget_digests``)."""
     texts = {rel: _read_bytes(reme, rel) for rel in paths}
     if dry_run:
-        return ForgetReport(mode="purge", dry_run=True, paths=paths)
+        return ForgetReport(
+            mode="purge", dry_run=True, paths=paths, citations=citations(reme, paths)
+        )
     if not confirm:
         raise ForgetConfirmationError(
             f"a purge cannot be undone: it would remove {', '.join(paths)} and every version of "
@@ -163,6 +177,7 @@ def purge(reme: Reme, paths: list[str], *, confirm: bool, dry_run: bool = False)
     removed = Purged(files=list(paths))
     names = set(paths)
     with named_lock(reme.state_dir, LOCK):
+        cited = citations(reme, paths)  # before the links go with the notes
         _count_projections(reme, paths, removed)
         digests = {digest for _, _, digest in reme.catalog.chunk_hashes(paths)}
         with reme.history.batch():  # the delete is not committed: the history forgets it next
@@ -177,6 +192,8 @@ def purge(reme: Reme, paths: list[str], *, confirm: bool, dry_run: bool = False)
         removed.journal_entries = reme.journal.drop_paths(names)
         removed.state, removed.state_errors = _forget_in_steps(reme, names)
         removed.history_commits_rewritten = purge_history(reme.history, paths)
+        if with_digests:
+            unlink_digests(reme, cited, paths)
         reme.optimize()  # keyword tombstones merged away, vector store compacted
         with reme.indexer.writers, reme.indexer.sealed_write():
             removed.compacted = rewrite_sqlite(sqlite_files(reme.state_dir))
@@ -185,7 +202,9 @@ def purge(reme: Reme, paths: list[str], *, confirm: bool, dry_run: bool = False)
             removed.vector_store_rebuilt = True
             _rebuild_vectors(reme)
             remaining = traces(reme, _needles(texts))
-    return ForgetReport(mode="purge", paths=paths, removed=removed, remaining=remaining)
+    return ForgetReport(
+        mode="purge", paths=paths, removed=removed, citations=cited, remaining=remaining
+    )
 
 
 def _forget_in_steps(reme: Reme, names: set[str]) -> tuple[list[str], list[str]]:

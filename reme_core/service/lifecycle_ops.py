@@ -25,6 +25,9 @@ class ForgetInput(Input):
     """Remove the notes and every trace of them (not revertible) instead of archiving them."""
     confirm: bool = False
     """Needed by a purge (a dry run lists the notes first)."""
+    with_digests: bool = False
+    """With ``purge``: also remove the links to the notes from the digest notes citing them
+    (a line holding only the link goes; other citing lines are kept and reported)."""
     dry_run: bool = False
     """Only say which notes would be forgotten."""
 
@@ -36,13 +39,23 @@ class ForgetInput(Input):
             raise ValueError("query is empty")
         if self.path is not None and not self.path.strip():
             raise ValueError("path is empty")
+        if self.with_digests and not self.purge:
+            raise ValueError(
+                "with_digests goes with purge (archiving leaves the digests as they are)"
+            )
         return self
 
 
 def _forget(reme: Reme, given: ForgetInput) -> ForgetReport:
     paths = resolve_targets(reme, given.path, given.query, given.limit)
     if given.purge:
-        return purge(reme, paths, confirm=given.confirm, dry_run=given.dry_run)
+        return purge(
+            reme,
+            paths,
+            confirm=given.confirm,
+            dry_run=given.dry_run,
+            with_digests=given.with_digests,
+        )
     return archive(reme, paths, dry_run=given.dry_run)
 
 

@@ -378,3 +378,81 @@ def test_a_damaged_checkpoint_is_reported_and_the_purge_still_completes(reme: Re
     [error] = report["removed"]["state_errors"]
     assert error.startswith("dream_finish: ") and "damaged" in error
     assert (reme.state_dir / "dream" / "checkpoint.json").read_text() == "{not json"
+
+
+NODE = "digest/wiki/vault-node.md"
+NODE_TEXT = (
+    "# Vault\n\nThe vault is opened at night.\n"
+    "> note: contradicted by [[daily/2026-11-01/vault]]\n"
+    "Per [[daily/2026-11-01/vault|the log]] the back door is used.\n\n"
+    "## Sources\n\n- [[daily/2026-11-01/vault]]\n- [[digest/wiki/depot]]\n"
+)
+MINE = "notes/mine.md"
+MINE_TEXT = "# Mine\n\nSee [[daily/2026-11-01/vault]] for the code.\n"
+
+
+def test_purge_lists_each_citing_note_and_line_and_leaves_them_by_default(reme: Reme) -> None:
+    reme.files.write(NODE, NODE_TEXT)
+    reme.files.write(MINE, MINE_TEXT)
+    dry = forget(reme, path=SECRET, purge=True, dry_run=True)
+    report = forget(reme, path=SECRET, purge=True, confirm=True)
+    expected = {
+        MINE: [{"line": 3, "text": "See [[daily/2026-11-01/vault]] for the code."}],
+        NODE: [
+            {"line": 4, "text": "> note: contradicted by [[daily/2026-11-01/vault]]"},
+            {"line": 5, "text": "Per [[daily/2026-11-01/vault|the log]] the back door is used."},
+            {"line": 9, "text": "- [[daily/2026-11-01/vault]]"},
+        ],
+    }
+    assert dry["citations"]["citing"] == report["citations"]["citing"] == expected
+    assert report["citations"]["unlinked"] == [] and report["citations"]["history"] is None
+    assert (reme.root / NODE).read_text() == NODE_TEXT
+    assert (reme.root / MINE).read_text() == MINE_TEXT
+
+
+def test_purge_with_digests_unlinks_the_digest_notes_only(reme: Reme) -> None:
+    reme.files.write(NODE, NODE_TEXT)
+    reme.files.write(MINE, MINE_TEXT)
+    entries = len(reme.history.entries(100))
+    report = forget(reme, path=SECRET, purge=True, confirm=True, with_digests=True)
+    cited = report["citations"]
+    assert cited["unlinked"] == [NODE] and cited["lines_removed"] == 2
+    assert cited["kept"] == {
+        NODE: [{"line": 4, "text": "Per a forgotten note the back door is used."}]
+    }
+    assert (reme.root / NODE).read_text() == (
+        "# Vault\n\nThe vault is opened at night.\n"
+        "Per a forgotten note the back door is used.\n\n"
+        "## Sources\n\n- [[digest/wiki/depot]]\n"
+    )
+    assert (reme.root / MINE).read_text() == MINE_TEXT  # a person's note: listed, not edited
+    # Only the person's note still links to it (and the graph keeps that link, unresolved).
+    held = {Path(p).relative_to(reme.root).as_posix() for p in grep(reme.root, "2026-11-01/vault")}
+    assert held == {MINE, ".reme/graph.sqlite3"}
+    # One history entry of its own, naming the digest only; the purge's proof still holds.
+    assert len(reme.history.entries(100)) == entries + 1
+    entry = reme.history.entries(1)[0]
+    assert entry.run == cited["history"] and entry.files == [NODE]
+    assert report["remaining"] == []  # the proof looks for the note's path and lines
+
+
+def test_with_digests_goes_with_purge_only(reme: Reme) -> None:
+    with pytest.raises(ValidationError, match="with_digests goes with purge"):
+        forget(reme, path=SECRET, with_digests=True)
+    assert (reme.root / SECRET).read_text() == SECRET_TEXT
+
+
+def test_cli_purge_with_digests_prints_the_citing_lines(reme: Reme) -> None:
+    reme.files.write(NODE, NODE_TEXT)
+    root = reme.root
+    reme.close()
+    args = ["forget", SECRET, "--purge", "--with-digests", "--yes", "--workspace", str(root)]
+    done = CliRunner().invoke(cli, [*args, *(a for v in VECTORS for a in ("--set", v))])
+    assert done.exit_code == 0, done.stderr
+    assert f"cited by {NODE} (unlinked):" in done.stdout
+    assert "  9: - [[daily/2026-11-01/vault]]" in done.stdout
+    assert "2 citing line(s) removed; history entry " in done.stdout
+    assert "[[daily/2026-11-01/vault]]" not in (root / NODE).read_text()
+    refused = CliRunner().invoke(cli, ["forget", OTHER, "--with-digests", "--workspace", str(root)])
+    assert refused.exit_code != 0 and "with_digests goes with purge" in refused.output
+    assert (root / OTHER).read_text() == OTHER_TEXT
