@@ -135,6 +135,10 @@ def _table(result: dict[str, Any]) -> str:
     rows = [("ID", "VERB", "TARGET", "STATUS", "DIFF", "CREATED", "NOTE")]
     for p in proposals:
         status = p["status"] + (" (target changed)" if p.get("target_changed") else "")
+        if p.get("base_kept_as"):
+            status = p["status"] + f" (superseded: base kept as {p['base_kept_as']})"
+        elif p.get("superseded_by"):
+            status += f" (superseded by {p['superseded_by']})"
         diff = f"+{p['added_lines']}/-{p['removed_lines']}"
         rows.append(
             (p["id"], p["verb"], p["target"], status, diff, p["created"][:16], _short(p["note"]))
@@ -164,6 +168,13 @@ def _show(p: dict[str, Any]) -> str:
         lines.append("sources: " + ", ".join(p["sources"]))
     if p["status"] == "pending" and p.get("target_changed"):
         lines.append("the target changed since: approving it would be refused as stale")
+    if p.get("base_kept_as"):
+        lines.append(
+            f"the target was superseded since: the version proposed against is kept as "
+            f"{p['base_kept_as']}; the pipeline proposes again from the current note"
+        )
+    if p.get("superseded_by"):
+        lines.append(f"the target is superseded by {p['superseded_by']}")
     if p.get("decided"):
         by = f" by {p['decided_by']}" if p.get("decided_by") else ""
         lines.append(f"{p['status']} at {p['decided']}{by}")

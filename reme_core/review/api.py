@@ -39,6 +39,7 @@ from reme_core.review.models import (
 )
 from reme_core.review.reviewer import Reviewer
 from reme_core.review.store import ProposalStore
+from reme_core.review.supersession import kept_since, replaced_by
 from reme_core.workspace.hashing import content_hash
 from reme_core.workspace.history import HistoryError
 
@@ -190,14 +191,32 @@ class ReviewApi:
                 if proposal.target not in hashes:
                     hashes[proposal.target] = self._current(proposal.target)[1]
                 changed = hashes[proposal.target] != proposal.base_hash
-            summaries.append(_summary(proposal, changed))
+            summaries.append(_summary(proposal, changed, **self._supersession(proposal, changed)))
         return ReviewList(proposals=summaries, total=len(kept), counts=counts, problems=problems)
 
     def show(self, proposal_id: str) -> ProposalView:
         proposal = self.store.load(proposal_id)
         _, current = self._current(proposal.target)
         changed = current != proposal.base_hash if proposal.status == "pending" else None
-        return ProposalView(**proposal.model_dump(), current_hash=current, target_changed=changed)
+        return ProposalView(
+            **proposal.model_dump(),
+            current_hash=current,
+            target_changed=changed,
+            **self._supersession(proposal, changed),
+        )
+
+    def _kept(self, proposal: Proposal) -> str | None:
+        return kept_since(
+            self.reme.catalog, proposal.target, proposal.diff, lambda rel: self._current(rel)[0]
+        )
+
+    def _supersession(self, proposal: Proposal, changed: bool | None) -> dict[str, str | None]:
+        """A pending proposal's target superseded since, or itself superseded."""
+        if proposal.status != "pending":
+            return {}
+        catalog = self.reme.catalog
+        kept = self._kept(proposal) if changed else None
+        return {"base_kept_as": kept, "superseded_by": replaced_by(catalog, proposal.target)}
 
     # -- deciding ----------------------------------------------------------------------------
 
@@ -281,6 +300,9 @@ class ReviewApi:
             what = "was created since" if proposal.base_hash is None else "changed since"
             if proposal.base_hash is not None and current is None:
                 what = "was deleted since"
+            kept = self._kept(proposal)
+            if kept is not None and current is not None:
+                what = f"was superseded since (the version proposed against is kept as {kept})"
             return self._stale(proposal, reviewer, f"{proposal.target} {what} the proposal")
         try:
             verdict = reviewer.check(self.reme, proposal, before)
@@ -404,10 +426,12 @@ class ReviewApi:
         return dt.datetime.now(zone).isoformat(timespec=timespec)
 
 
-def _summary(proposal: Proposal, changed: bool | None) -> ProposalSummary:
+def _summary(proposal: Proposal, changed: bool | None, **supersession: Any) -> ProposalSummary:
     added, removed = diff_counts(proposal.diff)
     data = proposal.model_dump(include=set(ProposalSummary.model_fields))
-    return ProposalSummary(**data, added_lines=added, removed_lines=removed, target_changed=changed)
+    return ProposalSummary(
+        **data, added_lines=added, removed_lines=removed, target_changed=changed, **supersession
+    )
 
 
 def _outcome(proposal: Proposal, **fields: Any) -> ReviewOutcome:

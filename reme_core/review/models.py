@@ -104,6 +104,11 @@ class ProposalSummary(BaseModel):
     target_changed: bool | None = None
     """Pending only: whether the target's content differs from ``base_hash`` now (approval
     would find it stale). None for decided proposals."""
+    base_kept_as: str | None = None
+    """Pending only: the target was superseded since (``review.supersession``); the version the
+    proposal was based on is now this copy, and approval refuses the proposal as stale."""
+    superseded_by: str | None = None
+    """Pending only: the target is itself a superseded copy; the note that replaced it."""
 
 
 class ProposalView(Proposal):
@@ -112,6 +117,8 @@ class ProposalView(Proposal):
     current_hash: str | None = None
     """The target's content hash now (None: no such file)."""
     target_changed: bool | None = None
+    base_kept_as: str | None = None
+    superseded_by: str | None = None
 
 
 class ReviewList(BaseModel):

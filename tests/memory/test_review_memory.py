@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from conftest import KEYWORD_ONLY_ENV
 
 from reme_core.cli import cli
+from reme_core.cli.review_cmd import _table
 from reme_core.memory import MemoryApi
 from reme_core.workspace.layout import init_workspace
 from tests.memory.support import files_under, open_workspace, scripted, ticking
@@ -103,3 +104,42 @@ def test_the_cli_says_what_it_proposed(tmp_path: Path):
     assert files_under(root) == []
     listed = CliRunner().invoke(cli, ["review", "list", "--json", "-w", str(root)])
     assert [p["id"] for p in json.loads(listed.stdout)["proposals"]] == [proposal]
+
+
+def test_a_proposal_whose_target_was_superseded_since_names_where_its_base_is_kept(
+    tmp_path: Path,
+):
+    root = tmp_path / "ws"
+    refine = {"memories": [memory("Uses 2 spaces in YAML, 4 in Python.", refines="@4 spaces")]}
+    with open_workspace(root, scripted(tmp_path, [refine], "reads_ids"), QUEUE) as reme:
+        api = MemoryApi(reme, clock=ticking())
+        record = api.add("Uses 4 spaces, never tabs.", user_name="alice").record
+        (proposal_id,) = api.summarize(CHAT, user_name="alice").proposals
+        (listed,) = reme.review.list().proposals
+        assert listed.target_changed is False and listed.base_kept_as is None
+
+        kept = api.update(record.memory_id, user_name="alice", content="Uses tabs now.").superseded
+        assert kept is not None
+        (listed,) = reme.review.list().proposals
+        assert listed.target_changed is True and listed.base_kept_as == kept.path
+        assert listed.superseded_by is None  # the target is the current record
+        assert reme.review.show(proposal_id).base_kept_as == kept.path
+        table = _table(reme.review.list().model_dump(mode="json"))
+        assert f"pending (superseded: base kept as {kept.path})" in table
+        (outcome,) = reme.review.approve([proposal_id]).refused
+        assert outcome.status == "stale"
+        assert f"was superseded since (the version proposed against is kept as {kept.path})" in (
+            reme.review.show(proposal_id).reason or ""
+        )
+        # Nothing was re-pointed: the newer statement stands, the copy is as it was kept.
+        assert api.get(record.memory_id, user_name="alice").content == "Uses tabs now."
+
+        # A proposal made against the superseded copy itself names the record that replaced it.
+        text = (reme.root / kept.path).read_text(encoding="utf-8")
+        reme.review.propose(
+            pipeline="memory", step=None, run_id="r2", verb="MEMORY", target=kept.path,
+            content=text + "\nmore\n", before=text, base_hash=reme.files.stat(kept.path).content_hash,
+            sources=[],
+        )  # fmt: skip
+        (pending,) = reme.review.list().proposals
+        assert pending.superseded_by == record.path and pending.base_kept_as is None
