@@ -434,6 +434,8 @@ def test_purge_with_digests_unlinks_the_digest_notes_only(reme: Reme) -> None:
     entry = reme.history.entries(1)[0]
     assert entry.run == cited["history"] and entry.files == [NODE]
     assert report["remaining"] == []  # the proof looks for the note's path and lines
+    reme.revert(cited["history"])  # the unlinking is revertible like any write
+    assert (reme.root / NODE).read_text() == NODE_TEXT
 
 
 def test_with_digests_goes_with_purge_only(reme: Reme) -> None:
