@@ -5,8 +5,9 @@ plugin built with its pinned TypeScript), packed with ``npm pack`` (package.json
 dist/, openclaw.plugin.json, README.md) and installed by the real ``openclaw plugins install
 --force --accept-capabilities reme-openclaw-0.1.0.tgz`` into a temporary state dir. OpenClaw
 copies it to ``<state dir>/extensions/reme``, records the install and enables it
-(``plugins.entries.reme.enabled``); it writes no ``hooks`` or ``config``, so the test adds
-conversation access and the server's url, as the README tells users, and runs one turn offline
+(``plugins.entries.reme.enabled``); it writes no ``hooks`` or ``config``, so the test sets
+conversation access and the server's url with ``openclaw config set``, as the README tells
+users, and runs one turn offline
 (``openclaw agent --local``) against the scripted model: the tool is offered, the answer carries
 the recalled fact, capture wrote ``sessions/``. Then the Gateway: ``openclaw gateway run``
 (foreground, loopback, token auth) loads the installed plugin, and ``openclaw agent`` without
@@ -158,10 +159,22 @@ def test_openclaw_plugins_install_from_the_archive_runs_a_turn(
     script = Script(tool=TOOL, arguments={"query": "larkspur kiln key"})
     with ScriptedServer(script) as model:
         settings = settings_for(openclaw, model.url, written, tmp_path / "agent", url)
+        wanted = settings["plugins"]["entries"]["reme"]
+        del wanted["hooks"], wanted["config"]  # set below with OpenClaw's own `config set`
+        (state / "openclaw.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
+        plugin_config = json.dumps({"url": url, "tokenEnv": "REME_TEST_TOKEN"})
+        for key, value in (
+            ("plugins.entries.reme.hooks.allowConversationAccess", "true"),
+            ("plugins.entries.reme.config", plugin_config),
+        ):
+            done = openclaw_cli(openclaw, state, "config", "set", key, value, "--strict-json")
+            assert done.returncode == 0, done.stdout + done.stderr
+        entry = json.loads((state / "openclaw.json").read_text())["plugins"]["entries"]["reme"]
+        assert entry["hooks"] == {"allowConversationAccess": True}, entry
         run = openclaw_host.run_agent(
             openclaw,
             state,
-            settings,
+            None,
             "installed-1",
             QUESTION,
             {"REME_TEST_TOKEN": token},
