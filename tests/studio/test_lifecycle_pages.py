@@ -16,7 +16,6 @@ from tests.server.api_support import Served, served
 from tests.studio.support import csrf_of
 from tests.studio.test_routes import browser, disk
 
-TODAY = dt.date.today()
 FORGET_NOTE = "digest/wiki/forget-me.md"
 PURGE_NOTE = "digest/wiki/purge-me.md"
 SECRET = "zebra-quokka-7731 is the door code of the old office"
@@ -139,7 +138,8 @@ def test_a_confirmed_purge_removes_every_trace_and_reports_it(api: Served) -> No
 
 
 def day(offset: int) -> str:
-    return (TODAY + dt.timedelta(days=offset)).isoformat()
+    # Today when the test runs, not when it was collected: a run across midnight moved the day.
+    return (dt.date.today() + dt.timedelta(days=offset)).isoformat()
 
 
 def test_the_note_page_shows_expiry_and_supersession(api: Served) -> None:
