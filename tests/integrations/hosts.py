@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -135,3 +135,25 @@ def reme_served(
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+class Served(NamedTuple):
+    """A running ``reme serve`` over a one-note workspace, and a token for the host."""
+
+    url: str
+    token: str
+    workspace: Path
+    log: Path
+
+
+@contextmanager
+def served_one_note(
+    folder: Path, fact: str, env: Mapping[str, str], profile: str = "write"
+) -> Iterator[Served]:
+    """``reme serve`` over ``one_note_workspace(folder / "ws", fact)`` with a ``profile`` token;
+    auth is checked to be on, so an answer from the host proves it sent the token."""
+    workspace = one_note_workspace(folder / "ws", fact)
+    log = folder / "server.log"
+    with reme_served(workspace, log, env, profile) as (server, token):
+        assert server["auth"] is True
+        yield Served(server["url"], token, workspace, log)

@@ -28,7 +28,7 @@ import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
 from conftest import KEYWORD_ONLY_ENV
@@ -134,25 +134,15 @@ def test_agent_recalls_and_records_in_an_embedded_workspace(
     assert_captured(workspace, result["session_id"])
 
 
-class Served(NamedTuple):
-    url: str
-    token: str
-    workspace: Path
-    log: Path
+Served = hosts.Served
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """``reme serve`` over a one-note workspace, with a write-profile token for the agent."""
-    tmp = tmp_path_factory.mktemp("agentscope_host")
-    workspace = hosts.one_note_workspace(tmp / "ws", FACT)
-    log = tmp / "server.log"
-    with hosts.reme_served(workspace, log, clean_env(REME_TIMEZONE="UTC"), "write") as (
-        server,
-        token,
-    ):
-        assert server["auth"] is True  # so an answer proves the agent sent the token
-        yield Served(server["url"], token, workspace, log)
+    folder = tmp_path_factory.mktemp("agentscope_host")
+    with hosts.served_one_note(folder, FACT, clean_env(REME_TIMEZONE="UTC")) as served:
+        yield served
 
 
 def test_agent_recalls_and_records_over_http_with_the_token(

@@ -26,7 +26,7 @@ import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
 from conftest import KEYWORD_ONLY_ENV
@@ -64,25 +64,15 @@ def qwenpaw_python() -> Path:
     return python
 
 
-class Served(NamedTuple):
-    url: str
-    token: str
-    workspace: Path
-    log: Path
+Served = hosts.Served
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """``reme serve`` over a one-note workspace, with a write-profile token for QwenPaw."""
-    tmp = tmp_path_factory.mktemp("qwenpaw_host")
-    workspace = hosts.one_note_workspace(tmp / "ws", FACT)
-    log = tmp / "server.log"
-    with hosts.reme_served(workspace, log, clean_env(REME_TIMEZONE="UTC"), "write") as (
-        server,
-        token,
-    ):
-        assert server["auth"] is True  # so an answer proves QwenPaw sent the token
-        yield Served(server["url"], token, workspace, log)
+    folder = tmp_path_factory.mktemp("qwenpaw_host")
+    with hosts.served_one_note(folder, FACT, clean_env(REME_TIMEZONE="UTC")) as served:
+        yield served
 
 
 def qwenpaw(python: Path, env: dict[str, str], *args: str) -> str:
