@@ -132,11 +132,18 @@ def root(tmp_path: Path) -> Path:
     return ws
 
 
-@pytest.fixture
-def default_plugins() -> Plugins:
-    """A plugin manager holding exactly the shipped defaults, registered directly (no entry points)."""
+def defaults_plus(**extras: object) -> Plugins:
+    """The shipped defaults registered directly (no entry points), plus ``extras`` by name."""
     plugins = Plugins()
     for module in DEFAULT_PLUGIN_MODULES:
         plugins.register(module)
+    for name, extra in extras.items():
+        plugins.register(extra, name=name)
     plugins.collect()
     return plugins
+
+
+@pytest.fixture
+def default_plugins() -> Plugins:
+    """A plugin manager holding exactly the shipped defaults, registered directly (no entry points)."""
+    return defaults_plus()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import DEFAULT_PLUGIN_MODULES, FAKE_VECTORS, KEYWORD_ONLY_ENV
+from conftest import FAKE_VECTORS, KEYWORD_ONLY_ENV, defaults_plus
 
 from reme_core import hookimpl
 from reme_core.plugins import Plugins
@@ -45,11 +45,7 @@ class Extras:
 
 @pytest.fixture
 def plugins() -> Plugins:
-    manager = Plugins()
-    for module in DEFAULT_PLUGIN_MODULES:
-        manager.register(module)
-    manager.register(Extras(), name="test_extras")
-    manager.collect()
+    manager = defaults_plus(test_extras=Extras())
     EMBEDDED.clear()
     return manager
 
