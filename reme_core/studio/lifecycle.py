@@ -1,7 +1,12 @@
 """Forgetting and expiry in the studio: a note's Forget (archived, revertible through History) and
-Purge (the note and every trace of it, after the visitor types its path), the banners a note page
-shows (expires, expired, archived, superseded by), and the Status page's list of notes expired or
-expiring soon (the ``expire`` operation's dry run).
+Purge (the note and every trace of it, after the visitor types its path), the same by query
+(``/studio/forget?query=``: the notes holding its words listed by a dry run, then forgotten or,
+after the visitor types the query, purged), the banners a note page shows (expires, expired,
+archived, superseded by), and the Status page's list of notes expired or expiring soon (the
+``expire`` operation's dry run).
+
+A forget by query sends back the list it showed: when the query now matches other notes (one
+written or changed meanwhile) nothing is changed and the new list is shown to confirm again.
 
 Forget, purge and expire are admin operations: the buttons are shown to an admin token only, and
 the dispatcher refuses anyone else whatever the browser sends. A purge that was not confirmed
@@ -26,6 +31,9 @@ from reme_core.workspace.notes import parse_note
 OPERATION = "forget"
 SOON_DAYS = 14
 """How far ahead the Status page's list looks for notes about to expire."""
+QUERY_LIMIT = 10
+"""At most this many notes by default for a forget by query (the operation's own default)."""
+MODES = ("archive", "purge")
 
 
 def router(studio: Studio) -> APIRouter:
@@ -41,6 +49,13 @@ def router(studio: Studio) -> APIRouter:
             )
         return here
 
+    @routes.get("/studio/forget")
+    async def forget_query_page(
+        request: Request, query: str = "", mode: str = "archive", limit: str = ""
+    ) -> Response:
+        here = await admin_page(request, "forgetting notes")
+        return await _query_form(here, query.strip(), mode, limit)
+
     @routes.get("/studio/purge")
     async def purge_page(request: Request, path: str) -> Response:
         here = await admin_page(request, "purging a note")
@@ -51,6 +66,8 @@ def router(studio: Studio) -> APIRouter:
         # Authorisation is the dispatcher's (a read token's POST gets its 403); the typed path
         # is the visitor's confirmation, sent as the operation's own ``confirm``.
         here = await admin_page(request, "purging a note", change=True)
+        if "query" in here.form:
+            return await _forget_query(here, "purge")
         path = here.form.get("path", "")
         typed = here.form.get("confirm_path", "").strip()
         try:
@@ -71,6 +88,8 @@ def router(studio: Studio) -> APIRouter:
     @routes.post("/studio/forget")
     async def forget(request: Request) -> Response:
         here = await admin_page(request, "forgetting a note", change=True)
+        if "query" in here.form:
+            return await _forget_query(here, "archive")
         path = here.form.get("path", "")
         report = await here.op(OPERATION, path=path)
         return here.render("forgotten.html", report=report, path=path)
@@ -114,6 +133,92 @@ async def _purge_form(
     return here.render(
         "purge.html", code, path=target, paths=dry["paths"], dangling=dangling, error=error
     )
+
+
+def _limit(raw: str) -> int:
+    if not raw.strip():
+        return QUERY_LIMIT
+    try:
+        return int(raw)
+    except ValueError:
+        raise OpFailed(
+            400, "ValidationError", f"limit must be a whole number, not {raw!r}"
+        ) from None
+
+
+async def _query_form(
+    here: Page,
+    query: str,
+    mode: str,
+    limit_raw: str,
+    code: int = 200,
+    error: OpFailed | None = None,
+) -> Response:
+    """The forget-by-query page: the form, and once a query is given the notes a dry run of
+    ``mode`` (archive or purge) takes, with the confirm step."""
+    if mode not in MODES:
+        raise OpFailed(400, "ValidationError", f"mode must be archive or purge, not {mode!r}")
+    limit = _limit(limit_raw)
+    context: dict[str, Any] = {"query": query, "mode": mode, "limit": limit, "error": error}
+    dry = None
+    if query:
+        try:
+            dry = await here.op(
+                OPERATION, query=query, limit=limit, purge=mode == "purge", dry_run=True
+            )
+        except OpFailed as exc:
+            if exc.status >= 500 or exc.status == 403:
+                raise
+            context["error"] = error or exc
+            code = code if error else exc.status
+    return here.render("forget_query.html", code, dry=dry, **context)
+
+
+async def _forget_query(here: Page, mode: str) -> Response:
+    """The confirmed forget (or purge) of the notes ``query`` matches, as listed to the visitor
+    (``expect``: one path a line); refused with nothing changed when the list differs now, or,
+    for a purge, when the typed query is not the query."""
+    query = here.form.get("query", "").strip()
+    limit_raw = here.form.get("limit", "")
+    limit = _limit(limit_raw)
+    shown = [p for p in here.form.get("expect", "").splitlines() if p.strip()]
+    if not query:
+        raise OpFailed(400, "ValidationError", "query is empty; nothing was forgotten")
+    purge = mode == "purge"
+    try:
+        dry = await here.op(OPERATION, query=query, limit=limit, purge=purge, dry_run=True)
+    except OpFailed as exc:
+        if exc.status != 404:  # no note holds its words any more: say so on the form
+            raise
+        return await _query_form(here, query, mode, limit_raw, exc.status, exc)
+    if sorted(dry["paths"]) != sorted(shown):
+        changed = OpFailed(
+            409,
+            "Changed",
+            "Nothing was changed: the query matches other notes than the list you confirmed "
+            "(a note was written, changed or forgotten meanwhile). Check the new list.",
+        )
+        return await _query_form(here, query, mode, limit_raw, 409, changed)
+    if not purge:
+        report = await here.op(OPERATION, query=query, limit=limit)
+        return here.render("forgotten.html", report=report, path=None)
+    typed = here.form.get("confirm_query", "").strip()
+    try:
+        report = await here.op(
+            OPERATION, query=query, limit=limit, purge=True, confirm=typed == query
+        )
+    except OpFailed as exc:
+        if exc.kind != "ForgetConfirmationError":
+            raise
+        why = (
+            f"Not purged: you typed {typed!r}, not the query."
+            if typed
+            else "Not purged: type the query to confirm."
+        )
+        return await _query_form(
+            here, query, mode, limit_raw, exc.status, OpFailed(exc.status, exc.kind, why)
+        )
+    return here.render("purged.html", report=report)
 
 
 def today_for(here: Page) -> dt.date:
