@@ -40,7 +40,10 @@ def test_raw_keyword_only_run_on_two_items(tmp_path: Path, beam_plugins: Plugins
     extraction = next(i for i in result.items if i["qid"] == "information_extraction:0")
     assert set(extraction["metrics"]) == {
         f"{name}@{k}msg" for name in ("recall", "any", "shown", "hits") for k in (10, 50)
-    }
+    } | {f"bm25_{name}@{k}msg" for name in ("recall", "any") for k in (10, 50)}
+    # The floor ranks single messages in the same run; its means sit beside reme's.
+    assert extraction["bm25_top_ids"][0] == "2" and extraction["metrics"]["bm25_recall@10msg"] == 1
+    assert "bm25_recall@10msg" in result.overall
     assert extraction["metrics"]["recall@10msg"] == 1.0 and extraction["evidence_ranks"] == {"2": 1}
     # The row keeps every hit read within the largest budget: enough to recompute its figures.
     assert len(extraction["top_hits"]) == extraction["metrics"]["hits@50msg"]

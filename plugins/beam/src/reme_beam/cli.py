@@ -20,7 +20,13 @@ import click
 
 from reme_beam.data import ABILITIES, CHAT_FILES, QUESTIONS_FILE, discover, find_file
 from reme_beam.metrics import KS
-from reme_beam.report import build_result, compare_metrics, markdown, side_by_side_markdown
+from reme_beam.report import (
+    build_result,
+    compare_metrics,
+    markdown,
+    overall_markdown,
+    side_by_side_markdown,
+)
 from reme_beam.retrieval import check_steps
 from reme_beam.worker import RunOptions, score_conversation
 from reme_core.api import (
@@ -215,6 +221,9 @@ def compare_command(
     text = (
         f"## BEAM side by side: {data_dir}\n\n"
         + "\n".join(f"- {label}: {out / label / RESULT_MARKDOWN}" for label in results)
+        + "\n\nevidence recall within k messages shown, overall; the BM25 floor is plain BM25 over "
+        "single messages, computed in the same run\n\n"
+        + overall_markdown(results, _ks(kwargs.get("ks")))  # type: ignore[arg-type]
         + "\n\n"
         + side_by_side_markdown(results, shown, abilities)
     )

@@ -4,7 +4,8 @@ The runner scores conversations (ingestion is per conversation), but BEAM report
 and ability, so the result's items are the questions (``<conversation>/<ability>:<n>``, category
 = ability) and ``RunResult`` averages them per ability and overall. ``notes`` keeps what the
 question rows do not: the ``macro`` row (abilities weighed equally), each conversation's
-ingestion report, failures, and the run's options.
+ingestion report, failures, and the run's options. Every question's metrics also hold the BM25
+floor's (``bm25_recall@<k>msg``, ``floor.py``), so its means sit beside reme's in the result.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from reme_beam.floor import LABEL as FLOOR_LABEL
+from reme_beam.floor import PREFIX as FLOOR
 from reme_beam.metrics import by_ability, metric_name
 from reme_core.api import BenchUsage, Manifest, RunResult, metric_table
 
@@ -85,6 +88,9 @@ def columns(ks: Sequence[int], qa: bool) -> dict[str, list[str]]:
         "evidence recall within k messages shown (recall@<k>msg)": [
             metric_name("recall", k) for k in ks
         ],
+        "the BM25 floor (plain BM25 over single messages, its first k shown)": [
+            f"{FLOOR}{metric_name(key, k)}" for key in ("recall", "any") for k in ks
+        ],
         "any evidence within k messages shown": [metric_name("any", k) for k in ks],
         "messages shown within budget k (k, or fewer: next hit too wide, or no more hits)": [
             metric_name("shown", k) for k in ks
@@ -129,30 +135,46 @@ def markdown(result: RunResult, ks: Sequence[int], qa: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
+def overall_markdown(results: Mapping[str, RunResult], ks: Sequence[int]) -> str:
+    """Configs, then the BM25 floor (from the first run: it does not depend on the config), as
+    rows; evidence recall within k messages shown, overall, as columns."""
+    metrics = [metric_name("recall", k) for k in ks]
+    rows: dict[str, Mapping[str, float]] = {label: r.overall for label, r in results.items()}
+    if results:
+        first = next(iter(results.values())).overall
+        floor = {m: first.get(f"{FLOOR}{m}", math.nan) for m in metrics}
+        rows[FLOOR_LABEL] = floor | {"n": first.get("n", 0.0)}
+    return metric_table(rows, metrics)
+
+
 def side_by_side_markdown(
     results: Mapping[str, RunResult], metrics: Sequence[str], abilities: Sequence[str]
 ) -> str:
-    """Configs as columns, abilities (then overall and macro) as rows, one table per metric."""
+    """Configs as columns, abilities (then overall and macro) as rows, one table per metric; a
+    metric the floor has too (``recall@<k>msg``) gets the floor's column last, from the first
+    run."""
     parts = []
     labels = list(results)
+    first = next(iter(results.values()), None)
     for metric in metrics:
-        head = ["ability", *labels]
+        floor = first is not None and f"{FLOOR}{metric}" in first.overall
+        head = ["ability", *labels, *([FLOOR_LABEL] if floor else [])]
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for ability in [*abilities, "overall", "macro"]:
-            cells = []
-            for label in labels:
-                r = results[label]
-                row = (
-                    r.overall
-                    if ability == "overall"
-                    else _macro(r)
-                    if ability == "macro"
-                    else r.categories.get(ability, {})
-                )
-                cells.append(_cell(row.get(metric)))
+            cells = [_cell(_row(results[label], ability).get(metric)) for label in labels]
+            if floor:
+                cells.append(_cell(_row(first, ability).get(f"{FLOOR}{metric}")))  # type: ignore[arg-type]
             lines.append(f"| {ability} | " + " | ".join(cells) + " |")
         parts.append(f"### {metric}\n\n" + "\n".join(lines))
     return "\n\n".join(parts) + "\n"
+
+
+def _row(result: RunResult, ability: str) -> Mapping[str, float]:
+    if ability == "overall":
+        return result.overall
+    if ability == "macro":
+        return _macro(result)
+    return result.categories.get(ability, {})
 
 
 def _macro(result: RunResult) -> dict[str, float]:

@@ -7,7 +7,8 @@ question of every ability is then asked against that one workspace.
 
 Per question: the configured search pipeline's hits for the question, as many as it takes to
 show the largest message budget (``fetch_messages``), mapped to the BEAM message ids they show
-(``HitMap``), give the retrieval metrics; with ``qa``, the ``beam_answer`` and ``beam_judge``
+(``HitMap``), give the retrieval metrics, and the BM25 floor over single messages
+(``floor.MessageBm25``) ranks the same question for ``bm25_recall@<k>msg`` beside them; with ``qa``, the ``beam_answer`` and ``beam_judge``
 pipelines (configured ones, else the steps with default settings) answer and judge it.
 """
 
@@ -22,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from reme_beam.data import BeamQuestion, load_conversation
+from reme_beam.floor import MessageBm25, floor_metrics
 from reme_beam.hitmap import HitMap
 from reme_beam.ingest import Mode, ingest, run_steps
 from reme_beam.metrics import KS, hits_within, retrieval_metrics
@@ -62,6 +64,8 @@ class QuestionRow(BaseModel):
     top_hits: list[dict[str, Any]] = Field(default_factory=list)
     """The hits read within the largest budget, in rank order (path, lines, message ids): what
     every figure of the row is computed from."""
+    bm25_top_ids: list[str] = Field(default_factory=list)
+    """The floor's first messages (as many as the largest budget), best first."""
     search_seconds: float = 0.0
     answer: str | None = None
     reference: str | None = None
@@ -86,9 +90,13 @@ def score_conversation(item: dict[str, Any], options: RunOptions) -> dict[str, A
         try:
             report = ingest(reme, sessions, options.mode, options.dream)
             hitmap = HitMap.build(root)
+            floor = MessageBm25(conversation.messages())
             search = PipelineSearch(reme)
             try:
-                rows = [_question(reme, search, hitmap, q, options) for q in conversation.questions]
+                rows = [
+                    _question(reme, search, hitmap, floor, q, options)
+                    for q in conversation.questions
+                ]
             finally:
                 search.close()
             search_steps = search.step_names
@@ -119,9 +127,15 @@ def score_conversation(item: dict[str, Any], options: RunOptions) -> dict[str, A
 
 
 def _question(
-    reme: Reme, search: PipelineSearch, hitmap: HitMap, question: BeamQuestion, options: RunOptions
+    reme: Reme,
+    search: PipelineSearch,
+    hitmap: HitMap,
+    floor: MessageBm25,
+    question: BeamQuestion,
+    options: RunOptions,
 ) -> QuestionRow:
     evidence = question.evidence
+    floor_ids = floor.rank(question.question, max(options.ks))
     t0 = time.perf_counter()
     hits, hit_ids = fetch_messages(search, question.question, max(options.ks), hitmap.hit_ids)
     seconds = time.perf_counter() - t0
@@ -133,11 +147,15 @@ def _question(
         evidence=list(evidence.ids),
         evidence_groups={k: list(v) for k, v in evidence.groups.items()},
         evidence_ranks={e: _first_rank(hit_ids, e) for e in evidence.ids},
-        metrics=retrieval_metrics(hit_ids, evidence.ids, options.ks),
+        metrics={
+            **retrieval_metrics(hit_ids, evidence.ids, options.ks),
+            **floor_metrics(floor_ids, evidence.ids, options.ks),
+        },
         top_hits=[
             {"path": h.path, "lines": [h.start_line, h.end_line], "ids": sorted(ids)}
             for h, ids in list(zip(hits, hit_ids, strict=True))[:read]
         ],
+        bm25_top_ids=floor_ids,
         search_seconds=seconds,
         reference=question.reference or None,
     )
