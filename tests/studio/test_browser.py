@@ -525,3 +525,45 @@ def test_a_read_token_sees_no_forget_or_purge_and_the_server_refuses_them(
     assert forged == {"forget": 403, "purge": 403, "page": 403}
     assert (studio.root / NOTE).read_text() == before
     page.context.close()
+
+
+def test_forget_and_purge_by_query_list_first_and_purge_asks_for_the_typed_query(
+    admin: Page, studio: Studio, tmp_path: Any
+) -> None:
+    shots = shots_dir(tmp_path)
+    archive = ["digest/wiki/browser-heron-a.md", "digest/wiki/browser-heron-b.md"]
+    for n, path in enumerate(archive):
+        api(studio, "write", {"path": path, "content": f"# Heron {n}\n\nThe heron-pond survey.\n"})
+    secret = "osprey-lantern-8812 is the old alarm code"
+    purge = "digest/wiki/browser-osprey.md"
+    api(studio, "write", {"path": purge, "content": f"# Alarm\n\n{secret}\n"})
+
+    admin.goto("/studio/search?q=heron-pond")
+    admin.get_by_role("link", name=re.compile("Forget or purge the notes")).click()
+    expect(admin.locator(".match-list li")).to_have_count(2)
+    expect(admin.locator(".match-list")).to_contain_text(archive[0])
+    admin.screenshot(path=str(shots / "studio-forget-query-dry-run.png"), full_page=True)
+    admin.get_by_role("button", name="Forget 2 note(s)").click()
+    expect(admin.locator("h1")).to_contain_text("Forgot")
+    for path in archive:
+        assert "status: archived" in (studio.root / path).read_text()
+
+    admin.goto("/studio/forget")
+    admin.get_by_label(re.compile("^Query")).fill("osprey-lantern-8812")
+    admin.get_by_role("radio", name=re.compile("^purge")).check()
+    admin.get_by_role("button", name="List the notes (dry run)").click()
+    expect(admin.locator(".match-list")).to_contain_text(f"remove {purge}")
+    confirm = admin.get_by_label(re.compile("Type the query"))
+    confirm.fill("osprey")  # not the query: refused, nothing changed
+    admin.get_by_role("button", name="Purge 1 note(s) permanently").click()
+    expect(admin.locator(".error")).to_contain_text("Not purged")
+    assert secret in (studio.root / purge).read_text()
+    admin.get_by_label(re.compile("Type the query")).fill("osprey-lantern-8812")
+    admin.screenshot(path=str(shots / "studio-purge-query-confirm.png"), full_page=True)
+    admin.get_by_role("button", name="Purge 1 note(s) permanently").click()
+    expect(admin.locator(".purge-report h1")).to_contain_text(f"Purged {purge}")
+    expect(admin.locator(".proof")).to_contain_text("No trace remains")
+    admin.screenshot(path=str(shots / "studio-purge-query-report.png"), full_page=True)
+    assert not (studio.root / purge).exists()
+    found = api(studio, "search", {"query": "osprey-lantern-8812"})
+    assert purge not in [hit["path"] for hit in found["hits"]]
