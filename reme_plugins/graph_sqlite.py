@@ -6,6 +6,11 @@ appears or disappears, re-resolves the pending links and calls ``set_links`` aga
 Writes go through one connection, one at a time. Reads (link expansion and inbound links during
 search, traversal) borrow a query-only connection from a pool, so they run concurrently; WAL mode
 gives each read block one committed state, never a transaction half applied.
+
+Link expansion asks for the same notes' links again and again (a search's hits), so
+``linked_paths`` keeps what it read per path in memory until the next write through this graph
+replaces the whole memo (the workspace's one writer writes through it: README, "One writer per
+workspace").
 """
 
 from __future__ import annotations
@@ -44,6 +49,13 @@ CREATE INDEX IF NOT EXISTS links_pending ON links (state) WHERE state != 'resolv
 
 _COLUMNS = "source, ord, raw, target, anchor, alias, embed, line, state"
 
+_MEMO_MAX = 8192
+"""Paths whose links ``linked_paths`` keeps; past it the memo starts over (memory stays bounded)."""
+_IN_BATCH = 500
+"""Paths per ``IN (...)`` list (SQLite allows 999 parameters in older builds)."""
+
+_Linked = tuple[tuple[str, ...], tuple[str, ...]]
+
 
 class SqliteGraph(Graph):
     """Wikilink adjacency in ``<state_dir>/graph.sqlite3``; safe to share between threads."""
@@ -63,6 +75,10 @@ class SqliteGraph(Graph):
         self._db = LockedDb(lambda: open_db(self._path, SCHEMA, SCHEMA_VERSION))
         self._pool_lock = threading.Lock()
         self._pool: ReadPool | None = None  # opened after the writer has created the schema
+        # path -> (outbound, inbound) as linked_paths answers it. A write replaces the dict after
+        # its commit; a read stores into the dict it started with, so what it read before a
+        # write lands in a dict no later read sees.
+        self._memo: dict[str, _Linked] = {}
 
     def state_files(self) -> list[Path]:
         return [self._path]
@@ -90,20 +106,26 @@ class SqliteGraph(Graph):
                     link.state,
                 )
             )
-        with self._db.transaction() as conn:
-            conn.execute("DELETE FROM links WHERE source = ?", (source,))
-            conn.executemany(f"INSERT INTO links ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)", rows)
+        try:
+            with self._db.transaction() as conn:
+                conn.execute("DELETE FROM links WHERE source = ?", (source,))
+                conn.executemany(f"INSERT INTO links ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)", rows)
+        finally:
+            self._memo = {}
 
     def remove(self, source: str) -> None:
         """Forget ``source``'s links; links from other notes that resolved to it become missing."""
-        with self._db.transaction() as conn:
-            conn.execute("DELETE FROM links WHERE source = ?", (source,))
-            # Keeps inbound() truthful until the indexer re-resolves these (the raw text is kept).
-            conn.execute(
-                "UPDATE links SET target = NULL, state = 'missing' "
-                "WHERE target = ? AND state = 'resolved'",
-                (source,),
-            )
+        try:
+            with self._db.transaction() as conn:
+                conn.execute("DELETE FROM links WHERE source = ?", (source,))
+                # Keeps inbound() truthful until the indexer re-resolves these (raw text kept).
+                conn.execute(
+                    "UPDATE links SET target = NULL, state = 'missing' "
+                    "WHERE target = ? AND state = 'resolved'",
+                    (source,),
+                )
+        finally:
+            self._memo = {}
 
     def outbound(self, path: str) -> list[Link]:
         """Links written in ``path``, resolved or not, in line order."""
@@ -121,22 +143,47 @@ class SqliteGraph(Graph):
         return self._links("WHERE state != 'resolved' ORDER BY source, line, ord", ())
 
     def linked_paths(self, paths: Sequence[str]) -> dict[str, tuple[list[str], list[str]]]:
-        """``Graph.linked_paths`` in one read, paths only (no ``Link`` per row)."""
-        found: dict[str, tuple[list[str], list[str]]] = {}
+        """``Graph.linked_paths``, paths only (no ``Link`` per row): from the memo, and the paths
+        it lacks in one read (two batched queries)."""
+        memo = self._memo
+        wanted = list(dict.fromkeys(paths))
+        found: dict[str, _Linked] = {}
+        missing: list[str] = []
+        for path in wanted:
+            entry = memo.get(path)
+            if entry is None:
+                missing.append(path)
+            else:
+                found[path] = entry
+        if missing:
+            fetched = self._read_linked(missing)
+            if len(memo) + len(fetched) > _MEMO_MAX:
+                memo.clear()  # the dict this read started with: never a newer write's
+            if len(fetched) <= _MEMO_MAX:
+                memo.update(fetched)
+            found.update(fetched)
+        return {path: (list(found[path][0]), list(found[path][1])) for path in wanted}
+
+    def _read_linked(self, paths: list[str]) -> dict[str, _Linked]:
+        outbound: dict[str, list[str]] = {path: [] for path in paths}
+        inbound: dict[str, list[str]] = {path: [] for path in paths}
         with self._read() as conn:
-            for path in dict.fromkeys(paths):
-                outbound = conn.execute(
-                    "SELECT target FROM links WHERE source = ? AND target IS NOT NULL "
-                    "AND target != '' ORDER BY line, ord",
-                    (path,),
-                ).fetchall()
-                inbound = conn.execute(
-                    "SELECT source FROM links WHERE target = ? AND state = 'resolved' "
-                    "AND source != ? ORDER BY source, line, ord",
-                    (path, path),
-                ).fetchall()
-                found[path] = ([row[0] for row in outbound], [row[0] for row in inbound])
-        return found
+            for start in range(0, len(paths), _IN_BATCH):
+                batch = paths[start : start + _IN_BATCH]
+                marks = ",".join("?" * len(batch))
+                for source, target in conn.execute(
+                    f"SELECT source, target FROM links WHERE source IN ({marks}) "
+                    "AND target IS NOT NULL AND target != '' ORDER BY source, line, ord",
+                    batch,
+                ):
+                    outbound[source].append(target)
+                for target, source in conn.execute(
+                    f"SELECT target, source FROM links WHERE target IN ({marks}) "
+                    "AND state = 'resolved' AND source != target ORDER BY target, source, line, ord",
+                    batch,
+                ):
+                    inbound[target].append(source)
+        return {path: (tuple(outbound[path]), tuple(inbound[path])) for path in paths}
 
     def sources(self) -> set[str]:
         """Every note with stored links."""
@@ -145,11 +192,15 @@ class SqliteGraph(Graph):
 
     def clear(self) -> None:
         """Drop every link."""
-        with self._db.transaction() as conn:
-            conn.execute("DELETE FROM links")
+        try:
+            with self._db.transaction() as conn:
+                conn.execute("DELETE FROM links")
+        finally:
+            self._memo = {}
 
     def close(self) -> None:
         """Close the database; a later call opens it again."""
+        self._memo = {}
         with self._pool_lock:
             pool, self._pool = self._pool, None
         if pool is not None:
