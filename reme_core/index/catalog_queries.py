@@ -29,6 +29,9 @@ from reme_core.schema import Chunk, NoteSummary
 from reme_core.schema.chunk import chunk_id
 from reme_core.workspace.paths import path_matches
 
+_LABEL_MEMO_MAX = 8192
+"""Notes whose labels ``labels`` keeps per generation; past it the memo starts over."""
+
 
 class NoteLabel(NamedTuple):
     """What a search shows of a note beside a hit or a linked note."""
@@ -53,6 +56,10 @@ class CatalogQueries:
 
     _pool: ReadPool
     _read_note: NoteReader | None
+    generation: int
+    _label_memo: tuple[int, dict[str, NoteLabel | None]] = (-1, {})
+    """``labels`` answers of one catalog generation (None: not an indexed note); a search's
+    linked notes come back again and again. A newer generation replaces it."""
 
     def note(self, path: str) -> NoteSummary | None:
         with self._read() as db:
@@ -102,9 +109,31 @@ class CatalogQueries:
 
     def labels(self, paths: Iterable[str]) -> dict[str, NoteLabel]:
         """Name and description of each indexed note among ``paths``."""
-        with self._read() as db:
-            rows = rows_of_paths(db, "SELECT path, name, description FROM notes", paths)
-        return {path: NoteLabel(name, description) for path, name, description in rows}
+        # The generation is read before the rows: rows read while a write commits are kept
+        # under the older generation, which the next search (seeing the newer one) replaces.
+        generation = self.generation
+        known, memo = self._label_memo
+        if known != generation:
+            memo = {}
+            self._label_memo = (generation, memo)
+        wanted = list(dict.fromkeys(paths))
+        missing = [path for path in wanted if path not in memo]
+        if missing:
+            with self._read() as db:
+                rows = rows_of_paths(db, "SELECT path, name, description FROM notes", missing)
+            fetched: dict[str, NoteLabel | None] = dict.fromkeys(missing)
+            fetched.update((path, NoteLabel(name, description)) for path, name, description in rows)
+            if len(memo) + len(fetched) > _LABEL_MEMO_MAX:
+                memo.clear()
+            memo.update(fetched)
+        else:
+            fetched = {}
+        found = {}
+        for path in wanted:
+            label = fetched[path] if path in fetched else memo.get(path)
+            if label is not None:
+                found[path] = label
+        return found
 
     def chunk_texts(self, ids: Sequence[str]) -> dict[str, str]:
         """Chunk id -> the text the keyword arm indexes (``Chunk.keyword_body``), for the ids

@@ -46,13 +46,18 @@ def expand_links(
         if all(count >= limit_each for count in counts.values()):
             break
     notes = describe([path for path, _, _ in found])
-    return [
-        LinkedNote(
-            path=path,
-            via=via,
-            direction=direction,  # type: ignore[arg-type]
-            name=notes[path].name if path in notes else None,
-            description=notes[path].description if path in notes else None,
+    # Built without validation (twenty per search by default): paths from the graph, labels
+    # from the catalog, both already strings or None, and direction one of the two literals.
+    linked = []
+    for path, via, direction in found:
+        label = notes.get(path)
+        linked.append(
+            LinkedNote.model_construct(
+                path=path,
+                via=via,
+                direction=direction,
+                name=label.name if label is not None else None,
+                description=label.description if label is not None else None,
+            )
         )
-        for path, via, direction in found
-    ]
+    return linked
