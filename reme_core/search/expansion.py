@@ -46,16 +46,14 @@ def expand_links(
         if all(count >= limit_each for count in counts.values()):
             break
     notes = describe([path for path, _, _ in found])
-    # Built without validation (twenty per search by default): paths from the graph, labels
-    # from the catalog, both already strings or None, and direction one of the two literals.
     linked = []
     for path, via, direction in found:
         label = notes.get(path)
         linked.append(
-            LinkedNote.model_construct(
+            LinkedNote(
                 path=path,
                 via=via,
-                direction=direction,
+                direction=direction,  # type: ignore[arg-type]
                 name=label.name if label is not None else None,
                 description=label.description if label is not None else None,
             )
