@@ -214,18 +214,26 @@ class Reme:
         as_of: dt.date | None = None,
     ) -> SearchResponse:
         """The search every surface serves (HTTP, MCP, ``reme search``, ``memory_search``): the
-        configured ``pipelines.search`` pipeline. The query is checked here, once; the arguments
-        reach the steps as the search step's params and, typed, as ``request``
-        (``pipelines.search``). The default pipeline, the shipped ``search`` step alone, is
-        ``engine_search`` of the request, so the engine serves it here without running it."""
-        if not query or not query.strip():
-            raise SearchError("empty query")
+        configured ``pipelines.search`` pipeline (``serve_search``), for a request whose query
+        is checked once, as it is made (``SearchRequest``)."""
+        return self.serve_search(SearchRequest(query, limit, min_score, filters, expand, as_of))
+
+    def serve_search(self, request: SearchRequest) -> SearchResponse:
+        """Serve one checked request: its arguments reach the steps of ``pipelines.search`` as
+        the search step's params and, typed, as ``request``. The default pipeline, the shipped
+        ``search`` step alone, is ``engine_search`` of the request, so the engine serves it here
+        without running it. The search operation's handler (its input resolves to a request)."""
         pipeline = self._served_search()
         if pipeline is not None:
-            return pipeline.run(SearchRequest(query, limit, min_score, filters, expand, as_of))
+            return pipeline.run(request)
         with self.indexer.lock.read():  # many searches at once; never a half-applied write
             return self.searcher.search(
-                query, limit=limit, min_score=min_score, filters=filters, expand=expand, as_of=as_of
+                request.query,
+                limit=request.limit,
+                min_score=request.min_score,
+                filters=request.filters,
+                expand=request.expand,
+                as_of=request.as_of,
             )
 
     def engine_search(

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from reme_core.errors import ConfigError
+from reme_core.errors import ConfigError, SearchError
 from reme_core.pipelines.run import PipelineRun
 from reme_core.schema import SearchFilters, SearchResponse
 from reme_core.settings import resolve_component
@@ -60,7 +60,8 @@ _serving: ContextVar[frozenset[int]] = ContextVar("reme_serving_search", default
 
 @dataclass(frozen=True)
 class SearchRequest:
-    """One search as ``Reme.search`` accepted it: the query is not blank, the filters typed."""
+    """One served search, checked: the query is not blank (refused here, once, where the
+    request is made: ``Reme.search``, the search operation's input), the filters typed."""
 
     query: str
     limit: int | None = None
@@ -68,6 +69,10 @@ class SearchRequest:
     filters: SearchFilters | None = None
     expand: bool | None = None
     as_of: dt.date | None = None
+
+    def __post_init__(self) -> None:
+        if not self.query or not self.query.strip():
+            raise SearchError("empty query")
 
     def params(self) -> dict[str, Any]:
         """The plain state keys, as steps written against them (``search_v2``) read them."""

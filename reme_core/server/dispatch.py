@@ -108,9 +108,10 @@ def run_operation(
     )
     reset = current_principal.set(principal)
     try:
-        # The handler is called here, not in a helper: one frame fewer on every call's path.
+        # The handler is called here, not in a helper (``given`` is validated: no op.call), and
+        # given the input resolved on this workspace: a search goes straight to the runtime.
         with _leased(registry, workspace, op, given) as reme:
-            result = plain(op.handler(reme, given))  # ``given`` is validated: no op.call
+            result = plain(op.handler(reme, given.resolved(reme)))
         if name == "search":
             assert isinstance(given, SearchInput)
             return _with_shared(registry, principal, workspace, given, result, include_shared)
@@ -172,7 +173,7 @@ def _with_shared(
                 continue
             try:
                 with _leased(registry, name, op, given) as reme:
-                    found = plain(op.handler(reme, given))
+                    found = plain(op.handler(reme, given.resolved(reme)))
             except Exception as exc:
                 degraded.append(f"{name}: search failed: {type(exc).__name__}: {exc}")
                 continue

@@ -23,6 +23,12 @@ class Input(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    def resolved(self, reme: Reme) -> Any:
+        """What the handler is given for this input on ``reme``: the input itself, unless an
+        input resolves the workspace's defaults first (search: the configured statuses) so
+        that its handler can be the runtime's own method, not an adapter in between."""
+        return self
+
 
 class EmptyInput(Input):
     pass
@@ -46,7 +52,7 @@ class Operation:
             if isinstance(payload, self.input_model)
             else self.input_model.model_validate(payload)
         )
-        return plain(self.handler(reme, given))
+        return plain(self.handler(reme, given.resolved(reme)))
 
 
 def plain(value: Any) -> Any:

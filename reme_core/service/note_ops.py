@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from reme_core.errors import ConfigError
+from reme_core.pipelines.search import SearchRequest
 from reme_core.runtime import Reme
 from reme_core.schema import SearchFilters
 from reme_core.service.framework import Input, Operation
@@ -32,27 +33,22 @@ class SearchInput(Input):
     """The day the question is asked, YYYY-MM-DD: dates it names ("last Saturday") count from
     it when ``search.date_boost`` is on (default: today)."""
 
-
-def _search(reme: Reme, given: SearchInput) -> Any:
-    # The input's fields typed straight into the engine's filters (no dump and rebuild); an
-    # unset list means "no restriction", unset statuses the configured default.
-    statuses = given.statuses if given.statuses is not None else reme.settings.search.statuses
-    filters = SearchFilters(
-        paths=given.paths or [],
-        tags=given.tags or [],
-        tag_mode=given.tag_mode,
-        since=given.since,
-        until=given.until,
-        statuses=list(statuses),
-    )
-    return reme.search(
-        given.query,
-        limit=given.limit,
-        min_score=given.min_score,
-        filters=filters,
-        expand=given.expand,
-        as_of=given.as_of,
-    )
+    def resolved(self, reme: Reme) -> SearchRequest:
+        """The checked request ``Reme.serve_search`` takes: the fields typed straight into the
+        engine's filters (no dump and rebuild; an unset list means "no restriction", unset
+        statuses the workspace's ``search.statuses``) and the query checked (not blank)."""
+        statuses = self.statuses if self.statuses is not None else reme.settings.search.statuses
+        filters = SearchFilters(
+            paths=self.paths or [],
+            tags=self.tags or [],
+            tag_mode=self.tag_mode,
+            since=self.since,
+            until=self.until,
+            statuses=list(statuses),
+        )
+        return SearchRequest(
+            self.query, self.limit, self.min_score, filters, self.expand, self.as_of
+        )
 
 
 class ReadInput(Input):
@@ -160,7 +156,7 @@ NOTE_OPERATIONS: list[Operation] = [
         "read",
         "Hybrid search over the notes (BM25 + vectors, filters, one hop of links).",
         SearchInput,
-        _search,
+        Reme.serve_search,  # the input resolves to its request: no adapter frame in between
         read_only=True,
         idempotent=True,
     ),

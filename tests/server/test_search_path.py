@@ -8,6 +8,7 @@ directly; a pipeline that does anything else still runs its steps.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 from types import FrameType
@@ -20,12 +21,15 @@ import reme_core
 import reme_plugins
 from reme_core import hookimpl
 from reme_core.runtime import Reme
+from reme_core.server import routes
+from reme_core.service import note_ops
+from reme_core.service.operations import OPERATIONS
 from reme_plugins.step_search import SearchStep
 from tests.server.api_support import plugins, served
 
-MAX_HOPS = 8
-"""endpoint, run_operation, the operation's handler, Reme.search, Searcher.search, _run_arms,
-KeywordArm.rank, the index's search (16 when issue 22 was filed, 12 before this test)."""
+MAX_HOPS = 7
+"""The route's endpoint, run_operation, Reme.serve_search (the search operation's handler),
+Searcher.search, _run_arms, KeywordArm.rank, the index's search (15 when issue 22 was filed)."""
 OURS = tuple(str(Path(package.__file__).parent) for package in (reme_core, reme_plugins))
 
 
@@ -40,28 +44,102 @@ def reme_frames(frame: FrameType | None) -> list[str]:
     return names[::-1]
 
 
+def served_search_path(api: Any, body: dict[str, Any]) -> list[str]:
+    """reme's own functions from the search route's endpoint to the keyword index's search, for
+    one ``POST /api/v1/search`` of ``body``: the event loop's side (the endpoint, up to where it
+    hands the call to a worker thread) and the worker's side (down to the index), both read off
+    the real stacks."""
+    index = type(api.registry.get("default").keyword)
+    original_search = index.search
+    original_hand_off = routes.run_in_threadpool
+    loop_side: list[list[str]] = []
+    worker_side: list[list[str]] = []
+
+    async def hand_off(*args: Any, **kwargs: Any) -> Any:
+        loop_side.append(reme_frames(sys._getframe(1)))
+        return await original_hand_off(*args, **kwargs)
+
+    def spy(self: Any, *args: Any, **kwargs: Any) -> Any:
+        worker_side.append(reme_frames(sys._getframe(1)))
+        return original_search(self, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(routes, "run_in_threadpool", hand_off)
+        patch.setattr(index, "search", spy)
+        answer = api.post("search", body)
+    assert answer.status_code == 200 and answer.json()["hits"], answer.text
+    (loop,), (worker,) = loop_side, worker_side
+    # The route's own function is where the path starts (the middleware before it is transport).
+    start = next(i for i, name in enumerate(loop) if name.endswith("_endpoint.<locals>.endpoint"))
+    return [*loop[start:], *worker, original_search.__qualname__]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"query": "deploy", "tags": ["incident"], "expand": False},
+        {"query": "deploy", "statuses": ["active", "archived"], "since": "2020-01-01"},
+    ],
+)
 def test_an_http_search_reaches_the_keyword_index_within_the_hop_budget(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: dict[str, Any]
 ) -> None:
     with served(tmp_path) as api:
         assert api.post("search", {"query": "deploy"}).status_code == 200  # opens the workspace
-        index = type(api.registry.get("default").keyword)
-        original = index.search
-        stacks: list[list[str]] = []
+        path = served_search_path(api, body)
+    shown = " -> ".join(path)
+    assert path[0].endswith("endpoint") and path[1] == "run_operation", shown
+    assert "Searcher.search" in path and "KeywordArm.rank" in path, shown
+    assert len(path) <= MAX_HOPS, f"{len(path)} hops: {shown}"
 
-        def spy(self: Any, *args: Any, **kwargs: Any) -> Any:
-            stacks.append(reme_frames(sys._getframe(1)))
-            return original(self, *args, **kwargs)
 
-        monkeypatch.setattr(index, "search", spy)
-        answer = api.post("search", {"query": "deploy", "tags": ["incident"], "expand": False})
-        assert answer.status_code == 200 and answer.json()["hits"]
-    (stack,) = stacks
-    # The endpoint awaits run_operation on a worker thread, so the endpoint itself is not on
-    # that thread's stack: it is the first hop, the index's search the last.
-    path = ["endpoint", *stack, original.__qualname__]
-    assert stack[0] == "run_operation", path
-    assert len(path) <= MAX_HOPS, f"{len(path)} hops: {' -> '.join(path)}"
+def test_the_hop_count_sees_a_layer_added_on_the_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The count is read off the stack, so an adapter put back between the operation and the
+    runtime (as the handler was) shows up as one more hop."""
+    search = OPERATIONS["search"]
+
+    def adapter(reme: Reme, request: Any) -> Any:
+        return reme.serve_search(request)
+
+    adapter.__code__ = adapter.__code__.replace(co_filename=note_ops.__file__)
+    with served(tmp_path) as api:
+        assert api.post("search", {"query": "deploy"}).status_code == 200
+        before = served_search_path(api, {"query": "deploy"})
+        monkeypatch.setitem(OPERATIONS, "search", dataclasses.replace(search, handler=adapter))
+        after = served_search_path(api, {"query": "deploy"})
+    assert len(after) == len(before) + 1 and "test_the_hop_count" in " ".join(after), after
+
+
+ARCHIVED = "digest/wiki/old-hosting-heroku.md"
+
+
+@pytest.mark.parametrize(
+    ("extra", "body", "archived_found"),
+    [
+        ([], {"query": "heroku", "paths": ["digest/**"]}, False),
+        (["search.statuses=[active,archived]"], {"query": "heroku", "paths": ["digest/**"]}, True),
+        ([], {"query": "heroku", "paths": ["digest/**"], "statuses": ["archived"]}, True),
+    ],
+)
+def test_the_search_input_resolves_unset_statuses_to_the_workspace_s(
+    tmp_path: Path, extra: list[str], body: dict[str, Any], archived_found: bool
+) -> None:
+    """The input, not an adapter, types the filters: an unset ``statuses`` is the served
+    workspace's ``search.statuses``."""
+    with served(tmp_path, *extra) as api:
+        answer = api.post("search", body)
+    assert answer.status_code == 200, answer.text
+    assert (ARCHIVED in {hit["path"] for hit in answer.json()["hits"]}) is archived_found
+
+
+@pytest.mark.parametrize("query", ["   ", "\t\n"])
+def test_a_blank_query_is_refused_once_with_the_same_error(tmp_path: Path, query: str) -> None:
+    with served(tmp_path) as api:
+        answer = api.post("search", {"query": query})
+    assert answer.status_code == 400
+    assert answer.json() == {"error": {"type": "SearchError", "message": "empty query"}}
 
 
 class ForkedSearch(SearchStep):
