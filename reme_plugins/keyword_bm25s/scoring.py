@@ -38,19 +38,22 @@ def _search_segment(
     present = np.zeros(seg.n_docs, dtype=bool)
     for t in token_ids:
         start, end = int(indptr[t]), int(indptr[t + 1])
-        docs = indices[start:end]
+        # Indexing with intp is numpy's fast path; with the stored int32 every scatter below
+        # converts the positions itself, and that was most of the scoring time.
+        docs = indices[start:end].astype(np.intp)
         scores[docs] += data[start:end]  # a chunk appears once per token: no repeated index
         present[docs] = True
-    if alive is not None:
-        present &= alive
-    if allowed is not None:
-        present &= allowed
     candidates = np.flatnonzero(present)
+    # The masks are read at the candidates only (a few thousand), not over every chunk.
+    if alive is not None:
+        candidates = candidates[alive[candidates]]
+    if allowed is not None:
+        candidates = candidates[allowed[candidates]]
     if candidates.size == 0:
         return []
     k = min(limit, candidates.size)
     if candidates.size > _PRUNE_ABOVE and k < candidates.size:
-        candidates = _pruned(seg, token_ids, scores, present, candidates, k)
+        candidates = _pruned(seg, token_ids, scores, alive, allowed, candidates, k)
     found = scores[candidates]
     if seg.nonoccurrence is not None:
         found += seg.nonoccurrence[token_ids].sum()  # the same for every chunk: order kept
@@ -67,7 +70,8 @@ def _pruned(
     seg: _Segment,
     token_ids: list[int],
     scores: np.ndarray,
-    present: np.ndarray,
+    alive: np.ndarray | None,
+    allowed: np.ndarray | None,
     candidates: np.ndarray,
     k: int,
 ) -> np.ndarray:
@@ -85,7 +89,10 @@ def _pruned(
         parts.append(indices[int(indptr[t]) : int(indptr[t + 1])])
         taken += length
     seeds = np.unique(np.concatenate(parts))
-    seeds = seeds[present[seeds]]
+    if alive is not None:
+        seeds = seeds[alive[seeds]]
+    if allowed is not None:
+        seeds = seeds[allowed[seeds]]
     if seeds.size < k:
         return candidates
     seed_scores = scores[seeds]
