@@ -10,10 +10,10 @@ replaces this one must add ``search`` as a ``SearchResponse`` too. This step cal
 ``Reme.engine_search``, the engine without the pipeline.
 
 Alone in ``pipelines.search`` (the default) it is not run per query at all: it says
-``is_engine_search = True``, and ``Reme.search`` calls the engine itself, which is all this step's
-``run`` would do with the served request (``reme_core.pipelines.search``).
+``is_engine_search = True``, and ``Reme.serve_search`` calls the engine itself, which is all this
+step's ``run`` would do with the served request (``reme_core.pipelines.search``).
 
-Served there, the state also holds ``request``: the search ``Reme.search`` accepted, its query
+Served there, the state also holds ``request``: the ``SearchRequest`` being served, its query
 already checked and its filters a typed ``SearchFilters``, which this step passes on as they
 are. Run as ``reme run search --param ...``, the state is plain params: the step is then their
 boundary, checks the query and builds the filters from the filter keys.

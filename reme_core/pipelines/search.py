@@ -1,16 +1,17 @@
 """The served search: the configured ``pipelines.search`` pipeline, run for one query.
 
-Every surface that searches on behalf of a caller (``Reme.search``, hence the HTTP API, the MCP
-``search`` tool, ``reme search``, ``AgentContext.memory_search`` and the server's shared-workspace
-search) runs this, so a benchmark that selects another search step (``search_v2``) measures the
+Every surface that searches on behalf of a caller (``Reme.search`` and ``Reme.serve_search``,
+hence the HTTP API, the MCP ``search`` tool, ``reme search``, ``AgentContext.memory_search`` and
+the server's shared-workspace search) runs this, so a benchmark that selects another search step (``search_v2``) measures the
 search agents get. The shipped ``search`` step calls the engine itself (``Reme.engine_search``).
 
 When the pipeline is that one step and nothing else (the default), running it would only hand
-the checked request on to the engine: ``SearchPipeline.engine_only`` says so, and ``Reme.search``
-then calls the engine itself, two layers (the pipeline and the step) fewer per query. A step
-class opts in with ``is_engine_search = True`` in its own body (not inherited: a subclass that
-overrides ``run``, such as a benchmark's fork, is run as a step), and only while the pipeline
-has no ``llm`` of its own, which the step would never use but a run would build.
+the checked request on to the engine: ``SearchPipeline.engine_only`` says so, and
+``Reme.serve_search`` then calls the engine itself, two layers (the pipeline and the step) fewer
+per query. A step class opts in with ``is_engine_search = True`` in its own body (not
+inherited: a subclass that overrides ``run``, such as a benchmark's fork, is run as a step), and
+only while the pipeline has no ``llm`` of its own, which the step would never use but a run
+would build.
 
 The pipeline's steps are resolved once per open workspace (``Reme`` keeps one
 ``SearchPipeline`` per pipeline name and closes it on close); a step class that says it holds no
@@ -19,8 +20,10 @@ serves concurrent searches, any other is built per query as before.
 
 Each query's state holds the plain keys (``query``, ``limit``, ``min_score``, ``expand`` and,
 when filters were given, ``paths``, ``tags``, ``tag_mode``, ``since``, ``until``, ``statuses``),
-which any step may read or override, and ``request``: the ``SearchRequest`` the boundary
-(``Reme.search``) checked, whose filters stay a typed ``SearchFilters`` all the way to the engine.
+which any step may read or override, and ``request``: the ``SearchRequest`` made at the
+boundary (``Reme.search``, or the search operation's input resolved on the workspace), whose
+query it checked as it was made and whose filters stay a typed ``SearchFilters`` all the way to
+the engine.
 
 Unlike ``reme run search`` this is a query, not a run: no history commit, no run record. Step
 errors come back as the step raised them (a ``SearchError`` stays one). The pipeline must leave

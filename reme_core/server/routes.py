@@ -90,7 +90,8 @@ def _endpoint(op: Operation, model: type[Input], registry: WorkspaceRegistry) ->
 
     async def endpoint(who: Caller, payload: Input | None) -> JSONResponse:
         given = payload if payload is not None else model()
-        # A SearchRequest is a SearchInput: it goes on as it is, the handler ignoring the flag.
+        # A SearchRequest is a SearchInput and goes on as it is, typed (never dumped and
+        # rebuilt); include_shared, which only HTTP offers, goes to the dispatcher beside it.
         include_shared = isinstance(given, SearchRequest) and given.include_shared
         result = await run_in_threadpool(
             run_operation,
