@@ -72,30 +72,40 @@ def rewrite_sqlite(paths: Sequence[Path]) -> list[str]:
 def files_holding(folder: Path, needles: Sequence[bytes], skip: Sequence[Path] = ()) -> list[str]:
     """The files under ``folder`` (relative names) whose bytes contain any of ``needles``; the
     folders in ``skip`` are left out (a git store is compressed: ask git instead)."""
-    needles = [n for n in needles if n]
+    return sorted(needles_held(folder, needles, skip))
+
+
+def needles_held(
+    folder: Path, needles: Sequence[bytes], skip: Sequence[Path] = ()
+) -> dict[str, set[bytes]]:
+    """Each file under ``folder`` (relative name) holding any of ``needles``: which it holds."""
+    needles = [n for n in dict.fromkeys(needles) if n]
     if not needles:
-        return []
+        return {}
     overlap = max(len(n) for n in needles) - 1
-    hits = []
+    hits: dict[str, set[bytes]] = {}
     for path in sorted(folder.rglob("*")):
         if not path.is_file() or path.is_symlink():
             continue
         if any(s == path or s in path.parents for s in skip):
             continue
-        if _holds(path, needles, overlap):
-            hits.append(path.relative_to(folder).as_posix())
+        found = _held(path, needles, overlap)
+        if found:
+            hits[path.relative_to(folder).as_posix()] = found
     return hits
 
 
-def _holds(path: Path, needles: Sequence[bytes], overlap: int) -> bool:
+def _held(path: Path, needles: Sequence[bytes], overlap: int) -> set[bytes]:
+    found: set[bytes] = set()
     try:
         with path.open("rb") as handle:
             tail = b""
             while block := handle.read(SCAN_CHUNK):
                 window = tail + block
-                if any(n in window for n in needles):
-                    return True
+                found.update(n for n in needles if n not in found and n in window)
+                if len(found) == len(needles):
+                    break
                 tail = window[-overlap:] if overlap else b""
     except OSError:
-        return False
-    return False
+        return found
+    return found
