@@ -159,12 +159,12 @@ class Bm25sKeywordIndex(KeywordIndex):
         main = view.main
         hits: list[tuple[str, float]] = []
         if main.seg is not None and view.main_live:
-            allowed = self._masks.get(main, lambda: main.pos, len(main.ids), allowed_ids)
+            allowed = self._masks.get(main, main.ids, lambda: main.pos, allowed_ids)
             alive = view.alive if view.main_live < len(main.ids) else None
             hits += _search_segment(main.seg, main.ids, tokens, limit, alive, allowed)
         delta = view.delta
         if delta is not None and delta.seg is not None:
-            allowed = self._masks.get(delta, lambda: delta.pos, len(delta.ids), allowed_ids)
+            allowed = self._masks.get(delta, delta.ids, lambda: delta.pos, allowed_ids)
             hits += _search_segment(delta.seg, delta.ids, tokens, limit, None, allowed)
         hits.sort(key=lambda hit: (-hit[1], hit[0]))
         return hits[:limit]

@@ -7,8 +7,8 @@
   the indexer's drift check then repairs it), so they are stored once per workspace, not twice;
 - ``main-<generation>/``: main's arrays (``data``, ``indices``, ``indptr``, and bm25l/bm25+'s
   ``nonoccurrence``) and vocabulary as bm25s built them (``indices``, the chunk of each posting,
-  saved as uint16 while main holds at most 65,536 chunks, uint32 beyond), its chunk ids, hashes
-  and token counts;
+  saved and searched as uint16 while main holds at most 65,536 chunks, uint32 beyond), its chunk
+  ids, hashes and token counts;
 - ``manifest.json``: the current main folder and the parameters it was built with.
 
 Opening reads nothing; the first search (or write) loads main and derives delta and tombstones
@@ -114,9 +114,9 @@ def _load_segment(folder: Path, n_docs: int) -> _Segment:
         nonoccurrence = np.load(folder / "nonoccurrence.npy", allow_pickle=False)
     return _Segment(
         np.load(folder / "data.npy", allow_pickle=False),
-        # Saved in the smallest type that holds them; searched as bm25s built them (int32),
-        # so no query pays a conversion.
-        np.load(folder / "indices.npy", allow_pickle=False).astype(np.int32, copy=False),
+        # Kept as saved (the smallest type that holds them): scoring casts each query token's
+        # positions to intp anyway, and widening all of them here was a third of the load.
+        np.load(folder / "indices.npy", allow_pickle=False),
         np.load(folder / "indptr.npy", allow_pickle=False),
         json.loads((folder / "vocab.json").read_text(encoding="utf-8")),
         n_docs,

@@ -1,8 +1,10 @@
 """The bm25s index's segment scoring ranks exactly as the scoring it replaced (issue 21's faster
-scoring: positions cast to intp per token, masks read at the candidates only): a frozen copy of
-the previous ``_search_segment`` and ``_pruned`` is the reference, over a few hundred random
-queries on random notes, with tombstones, filter masks, and the pruned selection forced on and
-off, for every bm25s method. Same chunks, same order, the same floats."""
+scoring: positions cast to intp per token, masks read at the candidates only, filter masks built
+by a scan, none when all pass): a frozen copy of the previous ``_search_segment``, ``_pruned`` and
+filter mask is the reference, over a few hundred random queries on random notes, with tombstones,
+filter masks, and the pruned selection forced on and off, for every bm25s method. Same chunks,
+same order, the same floats; and the same again after a reopen, which searches main's positions
+as saved (uint16) instead of bm25s's int32."""
 
 from __future__ import annotations
 
@@ -44,6 +46,15 @@ def _old_search_segment(seg, ids, tokens, limit, alive, allowed, prune_above):
         found += seg.nonoccurrence[token_ids].sum()
     top = np.argpartition(-found, k - 1)[:k] if k < candidates.size else np.arange(k)
     return [(ids[int(candidates[i])], float(found[i])) for i in top]
+
+
+def _old_mask(ids, allowed_ids):
+    if allowed_ids is None:
+        return None
+    positions = {cid: i for i, cid in enumerate(ids)}
+    mask = np.zeros(len(ids) + 1, dtype=bool)
+    mask[[positions.get(cid, len(ids)) for cid in allowed_ids]] = True
+    return mask[: len(ids)]
 
 
 def _old_pruned(seg, token_ids, scores, present, candidates, k):
@@ -111,15 +122,35 @@ def test_segment_scoring_ranks_as_the_previous_scoring(
             )
             tokens = ix.tokenizer(query)
             limit = rng.choice((1, 5, 25, 100))
-            allowed_ids = set(rng.sample(all_ids, len(all_ids) // 3)) if q % 3 == 0 else None
+            # no filter, a third of the chunks, a few, all of them (no mask at all)
+            share = (None, 3, 40, 1)[q % 4]
+            allowed_ids = None if share is None else set(rng.sample(all_ids, len(all_ids) // share))
             for prune_above in (0, 10**9):  # the pruned selection and the exhaustive one
                 monkeypatch.setattr(scoring, "_PRUNE_ABOVE", prune_above)
                 for seg, ids, alive, owner, pos in segments:
-                    allowed = ix._masks.get(owner, pos, len(ids), allowed_ids)
+                    allowed = ix._masks.get(owner, ids, pos, allowed_ids)
                     got = scoring._search_segment(seg, ids, tokens, limit, alive, allowed)
-                    want = _old_search_segment(seg, ids, tokens, limit, alive, allowed, prune_above)
+                    old_allowed = _old_mask(ids, allowed_ids)
+                    want = _old_search_segment(
+                        seg, ids, tokens, limit, alive, old_allowed, prune_above
+                    )
                     assert got == want, (query, limit, prune_above)
                     checked += bool(want)
         assert checked > 500  # most queries match something
+
+        ix.flush()
+        reopened = Bm25sKeywordIndex(
+            Bm25sKeywordIndex.Settings(method=method),
+            ComponentContext(workspace=tmp_path, state_dir=state),
+        )
+        try:
+            queries = [" ".join(rng.sample([*_COMMON, *words[:40]], 3)) for _ in range(100)]
+            for query in queries:
+                assert reopened.search(query, 25) == ix.search(query, 25), query
+            view = reopened._view
+            assert view is not None and view.main.seg is not None
+            assert view.main.seg.indices.dtype == np.uint16
+        finally:
+            reopened.close()
     finally:
         ix.close()
