@@ -194,6 +194,11 @@ def purge(
     removed = Purged(files=list(paths))
     names = set(paths)
     with named_lock(reme.state_dir, LOCK):
+        # A note not indexed yet (copied in, no `reme index` since) is indexed first, so that its
+        # removal goes the usual way: other notes' links to it re-resolved, its counts reported.
+        unindexed = [rel for rel in paths if rel not in reme.catalog.hashes([rel])]
+        if unindexed:
+            reme.indexer.update(unindexed)
         cited = citations(reme, paths)  # before the links go with the notes
         _count_projections(reme, paths, removed)
         chunks = reme.catalog.chunk_hashes(paths)

@@ -153,3 +153,15 @@ def test_what_another_note_still_holds_is_not_a_trace(reme: Reme) -> None:
     assert traces(reme, needles) == []  # the quoting note links it so
     reme.files.write(quoting, "# Quoting\n\nThe gate had a code.\n")
     assert ".reme/stale.json" in traces(reme, needles)  # no note holds it now
+
+
+def test_a_note_never_indexed_is_purged_with_the_links_to_it_unresolved(reme: Reme) -> None:
+    copied = "daily/2026-11-05/copied.md"
+    (reme.root / copied).parent.mkdir(parents=True, exist_ok=True)
+    (reme.root / copied).write_text("# Copied\n\nCopied in, code Heron77Dusk.\n")  # no index
+    reme.files.write("notes/cites.md", "# Cites\n\n- [[daily/2026-11-05/copied]]\n")
+    assert copied not in reme.catalog.hashes()
+    report = forget(reme, path=copied, purge=True, confirm=True)
+    assert report["remaining"] == [] and report["removed"]["chunks"] == 1
+    assert list(report["citations"]["citing"]) == ["notes/cites.md"]
+    assert [link.state for link in reme.graph.outbound("notes/cites.md")] == ["missing"]
