@@ -62,6 +62,12 @@ def citations(reme: Reme, paths: list[str]) -> Citations:
             for link in reme.graph.inbound(rel):
                 if link.source not in names:
                     raws.setdefault(link.source, set()).add(link.raw)
+        # A link to a file that is not a note (an image, as a resource note embeds it) never
+        # resolves in the graph: it is found by the path it spells.
+        files = {rel for rel in names if not rel.lower().endswith(".md")}
+        for link in reme.graph.unresolved() if files else []:
+            if link.source not in names and link.raw.strip().lstrip("/") in files:
+                raws.setdefault(link.source, set()).add(link.raw)
     found = Citations()
     found._raws = raws
     for source in sorted(raws):

@@ -165,3 +165,21 @@ def test_a_note_never_indexed_is_purged_with_the_links_to_it_unresolved(reme: Re
     assert report["remaining"] == [] and report["removed"]["chunks"] == 1
     assert list(report["citations"]["citing"]) == ["notes/cites.md"]
     assert [link.state for link in reme.graph.outbound("notes/cites.md")] == ["missing"]
+
+
+def test_purging_an_image_lists_the_resource_note_that_embeds_it(reme: Reme) -> None:
+    image = "resource/inbox/pier.png"
+    (reme.root / image).parent.mkdir(parents=True, exist_ok=True)
+    (reme.root / image).write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 32)
+    described = "daily/2026-11-06/resource-pier.md"
+    reme.files.write(
+        described,
+        f"---\nsource_resource: '[[{image}]]'\n---\n# Pier\n\nFerry at 09:40.\n\n![[{image}]]\n",
+    )
+    assert [link.state for link in reme.graph.outbound(described)] == ["missing", "missing"]
+    dry = forget(reme, path=image, purge=True, dry_run=True)
+    report = forget(reme, path=image, purge=True, confirm=True)
+    for found in (dry, report):
+        lines = [c["text"] for c in found["citations"]["citing"][described]]
+        assert lines == [f"source_resource: '[[{image}]]'", f"![[{image}]]"]
+    assert not (reme.root / image).exists() and (reme.root / described).exists()
