@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -157,3 +158,28 @@ def served_one_note(
     with reme_served(workspace, log, env, profile) as (server, token):
         assert server["auth"] is True
         yield Served(server["url"], token, workspace, log)
+
+
+def new_token(workspace: Path, env: Mapping[str, str], profile: str) -> str:
+    """The secret of a new ``profile`` token for ``workspace`` (``reme token create``)."""
+    created = subprocess.run(
+        [*reme_command(), "token", "create", "--profile", profile, "--json", "-w", str(workspace)],
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert created.returncode == 0, created.stderr
+    return json.loads(created.stdout)["secret"]
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def closed_port_url() -> str:
+    """``http://127.0.0.1:PORT`` where nothing listens (``free_port``, its probe closed)."""
+    return f"http://127.0.0.1:{free_port()}"

@@ -15,8 +15,14 @@ workspace holds, the answer carries it, and QwenPaw's auto-memory worker hands t
 which writes the transcript under ``sessions/`` and a note under ``daily/``. Also: two turns of one
 chat (one transcript, new turns only), a wrong token, reme down, a misspelt backend setting.
 
+Last, QwenPaw's served path: ``qwenpaw app`` (its own uvicorn web server, on 127.0.0.1, runs
+offline and headless) takes two chat requests of one session over its HTTP API (``POST
+/api/console/chat``, the web console's streamed route): both answers carry the recalled fact and
+one transcript holds each question once, without the first-run guidance QwenPaw's bootstrap hook
+puts in front of the first message on that path (the plugin leaves it out).
+
 Not driven: ``qwenpaw task`` (the headless CLI) builds its agent with no workspace, so no memory
-manager at all, QwenPaw's own included; ``qwenpaw app`` is the same code behind a web server.
+manager at all, QwenPaw's own included.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -250,3 +258,123 @@ def test_qwenpaw_with_reme_down_still_answers(
     warnings = [line for line in result["_stderr"].splitlines() if "reme capture skipped" in line]
     assert len(warnings) == 1 and "cannot reach reme" in warnings[0], result["_stderr"][-3000:]
     assert [t["status"] for t in result["tasks"]] == ["completed"], result["tasks"]
+
+
+APP_START_S = 180
+CAPTURE_WAIT_S = 60
+
+
+def _answer_of(sse: str) -> str:
+    """The assistant's text in the final ``response`` event of a console chat's SSE stream."""
+    texts: list[str] = []
+    for line in sse.splitlines():
+        if not line.startswith("data: "):
+            continue
+        event = json.loads(line[len("data: ") :])
+        if isinstance(event, dict) and event.get("object") == "response":
+            texts = [
+                str(part.get("text") or "")
+                for item in event.get("output") or []
+                if item.get("type") == "message" and item.get("role") == "assistant"
+                for part in item.get("content") or []
+                if part.get("type") == "text"
+            ]
+    return "\n".join(texts)
+
+
+def _chat(base: str, session: str, question: str) -> str:
+    """``POST /api/console/chat`` (QwenPaw's web console's chat route) with one user message;
+    the whole SSE stream, read to its end."""
+    body = {
+        "input": [{"role": "user", "content": [{"type": "text", "text": question}]}],
+        "session_id": session,
+        "user_id": "reme-test",
+        "channel": "console",
+    }
+    request = urllib.request.Request(
+        f"{base}/api/console/chat",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=RUN_TIMEOUT_S) as response:
+        assert response.status == 200, response.status
+        return response.read().decode("utf-8")
+
+
+def _user_turns(path: Path) -> list[str]:
+    if not path.is_file():
+        return []
+    turns = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    return [t["content"] for t in turns if t["role"] == "user"]
+
+
+def test_qwenpaw_app_serves_a_chat_that_recalls_and_captures(
+    qwenpaw_python: Path, served: Served, tmp_path: Path
+) -> None:
+    """``qwenpaw app`` (its own web server, on 127.0.0.1) with the plugin installed: two chat
+    requests of one session over its HTTP API (``POST /api/console/chat``, streamed) recall the
+    fact through ``memory_search`` and reme, and QwenPaw's auto-memory worker captures each turn
+    into one transcript, new turns only, without QwenPaw's first-run guidance (its bootstrap
+    hook puts it in front of the first message on this path)."""
+    second = "And what is the tag on the kiln key?"
+    script = Script(tool=TOOL, arguments={"query": "larkspur kiln key"})
+    transcript = served.workspace / "sessions" / "qwenpaw-kiln-app.jsonl"
+    log_path = tmp_path / "app.log"
+    with ScriptedServer(script) as model:
+        env = set_up(qwenpaw_python, tmp_path, f"{model.url}/v1", {"url": served.url}, served.token)
+        port = hosts.free_port()
+        command = [str(qwenpaw_python), "-m", "qwenpaw", "app", "--host", "127.0.0.1"]
+        with log_path.open("wb") as log:
+            app = subprocess.Popen(
+                [*command, "--port", str(port)],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        base = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + APP_START_S
+            while True:
+                text = log_path.read_text(errors="replace")
+                assert app.poll() is None, f"qwenpaw app exited:\n{text[-4000:]}"
+                assert time.monotonic() < deadline, f"qwenpaw app did not start:\n{text[-4000:]}"
+                try:
+                    with urllib.request.urlopen(f"{base}/api/healthz", timeout=5) as health:
+                        if "default" in json.loads(health.read()).get("agents_loaded", []):
+                            break
+                except OSError:
+                    pass
+                time.sleep(0.5)
+            answers = []
+            for n, question in enumerate((QUESTION, second), start=1):
+                answers.append(_answer_of(_chat(base, "kiln-app", question)))
+                deadline = time.monotonic() + CAPTURE_WAIT_S  # the worker runs after the reply
+                while len(_user_turns(transcript)) < n:
+                    assert time.monotonic() < deadline, log_path.read_text(errors="replace")[-4000:]
+                    time.sleep(0.2)
+        finally:
+            app.terminate()
+            try:
+                app.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                app.kill()
+                app.wait()
+    log = log_path.read_text(errors="replace")
+    assert "reme capture skipped" not in log, log[-4000:]
+    assert TOOL in script.offered_tools(), script.offered_tools()
+    outputs = script.tool_outputs()
+    assert outputs and TOKEN_OF_FACT in outputs[-1] and "notes/kiln.md" in outputs[-1], outputs
+    assert all(TOKEN_OF_FACT in answer for answer in answers), answers
+    assert _user_turns(transcript) == [QUESTION, second], transcript.read_text(encoding="utf-8")
+    notes = [
+        path
+        for path in (served.workspace / "daily").glob("*/*.md")
+        if parse_frontmatter(path.read_text(encoding="utf-8"))[0].get("source")
+        == f"[[sessions/{transcript.name}]]"
+    ]
+    assert len(notes) == 1, notes
+    assert "BOOTSTRAP" not in notes[0].read_text(encoding="utf-8")
+    server_log = served.log.read_text(errors="replace")
+    assert '"POST /api/v1/search HTTP/1.1" 200' in server_log, server_log[-3000:]
+    assert '"POST /api/v1/auto_memory HTTP/1.1" 200' in server_log, server_log[-3000:]

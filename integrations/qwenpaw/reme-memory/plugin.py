@@ -101,9 +101,28 @@ def format_hits(body: Any) -> str:
     return "\n\n".join(parts)
 
 
+def _bootstrap_guidance() -> tuple[str, ...]:
+    """The first-run guidance QwenPaw's bootstrap hook puts in front of an agent's first user
+    message while its workspace holds BOOTSTRAP.md (``qwenpaw app``'s chat path): QwenPaw's
+    words, not the user's, so capture leaves them out."""
+    try:
+        from qwenpaw.agents.prompt import build_bootstrap_guidance
+    except ImportError:  # a QwenPaw without the hook
+        return ()
+    return tuple({build_bootstrap_guidance(lang).strip() for lang in ("zh", "en")})
+
+
+def _without_guidance(text: str, guidance: tuple[str, ...]) -> str:
+    for block in guidance:
+        if block and text.startswith(block):
+            return text[len(block) :].strip()
+    return text
+
+
 def transcript(messages: list[Msg]) -> list[dict[str, str]]:
     """QwenPaw's messages as reme's turns: text only, tool results as assistant lines, QwenPaw's
-    own injected recall left out."""
+    own injected recall and first-run guidance left out."""
+    guidance = _bootstrap_guidance()
     turns: list[dict[str, str]] = []
     for msg in messages:
         clean = BaseMemoryManager.message_without_auto_memory_search(msg)
@@ -121,6 +140,8 @@ def transcript(messages: list[Msg]) -> list[dict[str, str]]:
         if isinstance(clean.content, str):
             texts.append(clean.content)
         text = "\n".join(t for t in texts if t.strip()).strip()
+        if clean.role == "user":
+            text = _without_guidance(text, guidance)
         if text:
             turns.append({"role": clean.role, "content": text})
     return turns
