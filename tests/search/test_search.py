@@ -377,6 +377,8 @@ def test_the_cli_and_the_studio_say_when_hits_are_by_meaning_only(reme: Reme) ->
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(web.HERE / "templates"))
     env.filters["highlight"] = highlight
     results = env.get_template("_search_results.html")
-    page = types.SimpleNamespace(note=lambda path: f"/studio/note?path={path}")
+    page = types.SimpleNamespace(
+        note=lambda path: f"/studio/note?path={path}", may=lambda action: False
+    )
     assert "found by meaning alone" in results.render(result=response, page=page)
     assert "found by meaning alone" not in results.render(result=keyword_match, page=page)
