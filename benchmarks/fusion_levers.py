@@ -46,8 +46,10 @@ def score(row: Row, ranked: list[str], k: int) -> float:
     return found / len(answers)
 
 
-def fused_ids(row: Row, method: str, weight: float) -> list[str]:
-    arms = {arm: [(c, s) for c, s in hits] for arm, hits in row["arms"].items()}
+def fused_ids(row: Row, method: str, weight: float, candidates: int | None = None) -> list[str]:
+    """The fused ranking; ``candidates``: each arm's first N only (the search fetches limit x 5,
+    at most 200), since min-max normalisation depends on how many there are."""
+    arms = {arm: [(c, s) for c, s in hits[:candidates]] for arm, hits in row["arms"].items()}
     if weight <= 0:
         return [c for c, _ in arms.get("keyword", [])]
     if weight >= 1:
@@ -56,7 +58,11 @@ def fused_ids(row: Row, method: str, weight: float) -> list[str]:
     return [f.chunk_id for f in fuse(arms, weights, method=method)]  # type: ignore[arg-type]
 
 
-def table(sets: dict[str, list[Row]], configs: list[tuple[str, str, float]]) -> list[str]:
+def table(
+    sets: dict[str, list[Row]],
+    configs: list[tuple[str, str, float]],
+    candidates: int | None = None,
+) -> list[str]:
     names = list(sets)
     header = ["fusion"] + [f"{n} @{k}" for n in names for k in KS] + ["mean", "worst"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -67,7 +73,8 @@ def table(sets: dict[str, list[Row]], configs: list[tuple[str, str, float]]) -> 
             rows = sets[name]
             for k in KS:
                 values.append(
-                    sum(score(r, fused_ids(r, method, weight), k) for r in rows) / len(rows)
+                    sum(score(r, fused_ids(r, method, weight, candidates), k) for r in rows)
+                    / len(rows)
                 )
         baseline = baseline or values
         worst = min(v - b for v, b in zip(values, baseline, strict=True))
@@ -82,9 +89,14 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "reme" / "fusion")
     parser.add_argument("--sets", default=DEFAULT_SETS)
     parser.add_argument("--weights", default="0.3,0.5")
-    parser.add_argument("--methods", default="rrf,convex,adaptive,rerank")
+    parser.add_argument("--methods", default="rrf,convex,adaptive,rerank,interleave")
+    parser.add_argument(
+        "--candidates", type=int, default=None, help="each arm's first N candidates (default all)"
+    )
     parser.add_argument("--lme-limit", type=int, default=None)
     args = parser.parse_args()
+    if args.candidates is not None and args.candidates < 1:
+        parser.error("--candidates must be >= 1")
     sets = load_sets(args.sets.split(","), args.cache, lme_limit=args.lme_limit)
     configs: list[tuple[str, str, float]] = [
         ("keyword only", "rrf", 0.0),
@@ -93,7 +105,7 @@ def main() -> None:
     for method in args.methods.split(","):
         configs += [(f"{method} w={w}", method, float(w)) for w in args.weights.split(",")]
     print("questions: " + ", ".join(f"{n} {len(r)}" for n, r in sets.items()))
-    print("\n".join(table(sets, configs)))
+    print("\n".join(table(sets, configs, args.candidates)))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@
         [--cache DIR] [--lme-limit N] [--date-weights 0.1,0.2,0.3] [--slack 0,3]
 
 Levers (issue 21 item 2), measured against keyword-only and today's default (convex, vector
-weight 0.25), all on the same cached arm rankings (benchmarks/turn_sets.py):
+weight 0.25, the vector arm's text with the turn it answers), all on the same cached arm
+rankings (benchmarks/turn_sets.py):
 
 - contextual chunks: each text variant of the turns (``plain``, ``header`` = the markdown
   chunker's ``context_keys: [date]``, ``prev``, ``prev-short``, ``header+prev``) for both arms, and
@@ -45,6 +46,9 @@ from reme_core.search.fusion import fuse  # noqa: E402
 KS = (5, 10, 20)
 WEIGHT = 0.25
 TEMPORAL = {"temporal", "temporal-reasoning"}
+CANDIDATES: dict[str, int] = {}
+"""``--candidates N``: each arm's first N candidates only (the search fetches limit x 5, at most
+200: 50 at the default limit of 10), since min-max normalisation depends on how many there are."""
 AS_OF: dict[str, str] = {}
 """``--as-of-today``: every question asked today (what a runner that passes no ``as_of`` gets)."""
 CONVERSATIONS = {"locomo", "realtalk", "lme-turns"}
@@ -61,6 +65,8 @@ class Config:
     aggregate: float = 0.0
     """Note-level scores from chunks: a note scores its best chunk plus this share of its second
     best (0: its best chunk alone, how units are ranked today)."""
+    method: str = "convex"
+    """A method of reme_core.search.fusion."""
 
 
 def _set_variant(name: str, variant: str) -> str:
@@ -75,14 +81,19 @@ def _as_of(row: Row) -> dt.date:
 
 
 def ranking(config: Config, kw_row: Row, vec_row: Row) -> list[str]:
-    arms = {"keyword": kw_row["arms"].get("keyword", []), "vector": vec_row["arms"]["vector"]}
+    depth = CANDIDATES.get("n")
+    arms = {
+        "keyword": kw_row["arms"].get("keyword", [])[:depth],
+        "vector": vec_row["arms"]["vector"][:depth],
+    }
     if config.weight <= 0:
         scored = [(c, s) for c, s in arms["keyword"]]
         top = scored[0][1] if scored else 1.0
         scored = [(c, s / top) for c, s in scored]  # on the fused 0..1 scale, as convex does
     else:
         weights = {"keyword": 1.0 - config.weight, "vector": config.weight}
-        scored = [(f.chunk_id, f.score) for f in fuse(arms, weights, method="convex")]
+        fused = fuse(arms, weights, method=config.method)  # type: ignore[arg-type]
+        scored = [(f.chunk_id, f.score) for f in fused]
     if config.date_weight > 0:
         owner = {**vec_row["owner"], **kw_row["owner"]}
         dates = {**vec_row.get("dates", {}), **kw_row.get("dates", {})}
@@ -144,7 +155,8 @@ def evaluate(name: str, config: Config, cache: Path, lme_limit: int | None) -> d
 def configs(date_weights: list[float], slacks: list[int]) -> list[Config]:
     rows = [
         Config("keyword only", weight=0.0),
-        Config("default (convex 0.25)"),
+        Config("default (convex 0.25, kw plain / vec prev)", "plain", "prev"),
+        Config("convex 0.25, plain / plain (the earlier default)"),
         Config("keyword only, header", "header", "header", weight=0.0),
         Config("keyword only, prev", "prev", "prev", weight=0.0),
         Config("keyword only, prev-short", "prev-short", "prev-short", weight=0.0),
@@ -169,6 +181,9 @@ def configs(date_weights: list[float], slacks: list[int]) -> list[Config]:
                            "header+prev", weight=weight))  # fmt: skip
     for share in (0.25, 0.5):
         rows.append(Config(f"default, note = best + {share} x second chunk", aggregate=share))
+    for weight in (0.2, 0.25, 0.3):
+        rows.append(Config(f"kw plain / vec prev, interleave {weight}", "plain", "prev", weight,
+                           method="interleave"))  # fmt: skip
     for weight in date_weights:
         for slack in slacks:
             tail = f"dates w={weight} slack={slack}"
@@ -196,11 +211,18 @@ def main() -> None:
     parser.add_argument("--lme-limit", type=int, default=None)
     parser.add_argument("--only", default="", help="labels to run, separated by ; (default all)")
     parser.add_argument(
+        "--candidates", type=int, default=None, help="each arm's first N candidates (default all)"
+    )
+    parser.add_argument(
         "--as-of-today", action="store_true", help="resolve dates against today, not as_of"
     )
     args = parser.parse_args()
     if args.as_of_today:
         AS_OF["day"] = dt.date.today().isoformat()
+    if args.candidates is not None:
+        if args.candidates < 1:
+            parser.error("--candidates must be >= 1")
+        CANDIDATES["n"] = args.candidates
     names: list[str] = []
     for name in args.sets.split(","):
         names += (

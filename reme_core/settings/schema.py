@@ -126,7 +126,7 @@ class SearchConfig(_Strict):
     rrf_k: int = Field(default=60, ge=0)
     fusion: FusionMethod = "convex"
     """How the arms' rankings become one (reme_core.search.fusion): rrf, convex, adaptive,
-    rerank."""
+    rerank, interleave."""
     # Measured over every dev set at k = 5, 10 and 20 (benchmarks/fusion_levers.py and the
     # LoCoMo, REALTALK, LongMemEval and BEAM runners; README "Fusion, measured"): convex at 0.25
     # is never below keyword-only; convex at 0.3 falls one question below it on the planted-entity

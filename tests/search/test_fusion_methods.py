@@ -74,3 +74,59 @@ def test_unknown_method_is_a_config_error() -> None:
 
     with pytest.raises(ConfigError, match=r"search\.fusion"):
         load_settings(overrides=["search.fusion=magic"], env={})
+
+
+def test_widened_doubles_the_vector_share_and_caps_it() -> None:
+    from reme_core.search.fusion import widened
+
+    assert widened({"keyword": 0.75, "vector": 0.25}, ["keyword", "vector"]) == pytest.approx(
+        {"keyword": 0.5, "vector": 0.5}
+    )
+    assert widened({"keyword": 0.4, "vector": 0.6}, ["keyword", "vector"]) == pytest.approx(
+        {"keyword": 0.0, "vector": 1.0}
+    )
+    assert widened({"keyword": 0.75, "vector": 0.25}, ["keyword"]) is None  # vectors did not run
+    assert widened({"keyword": 0.0, "vector": 1.0}, ["keyword", "vector"]) is None
+    with pytest.raises(ValueError, match="factor"):
+        widened({"keyword": 0.75, "vector": 0.25}, ["keyword", "vector"], factor=0)
+
+
+def test_interleave_takes_the_keyword_leaning_and_the_meaning_leaning_ranking_in_turn() -> None:
+    # At vector weight 0.25 the vector-only find v sits fourth, below three keyword matches; at
+    # 0.5 it is second. Interleaved: the keyword-leaning first (k1), then the meaning-leaning
+    # ranking's first not yet taken (v), then k2 from the keyword-leaning one, and so on.
+    results = {
+        "keyword": [("k1", 10.0), ("k2", 4.0), ("k3", 3.0), ("k4", 2.0)],
+        "vector": [("v", 0.9), ("k1", 0.8), ("k2", 0.5), ("k3", 0.46), ("k4", 0.4)],
+    }
+    weights = {"keyword": 0.75, "vector": 0.25}
+    narrow = [f.chunk_id for f in fuse(results, weights, method="convex")]
+    wide = [f.chunk_id for f in fuse(results, {"keyword": 0.5, "vector": 0.5}, method="convex")]
+    assert narrow == ["k1", "k2", "k3", "v", "k4"] and wide == ["k1", "v", "k2", "k3", "k4"]
+    fused = fuse(results, weights, method="interleave")
+    assert [f.chunk_id for f in fused] == ["k1", "v", "k2", "k3", "k4"]
+    assert [f.score for f in fused] == sorted((f.score for f in fused), reverse=True)
+    assert fused[0].score == pytest.approx(0.95)  # k1's convex score at 0.25
+    assert fused[1].score == pytest.approx(0.5) and fused[1].ranks == {"vector": 1}
+    assert fused[2].score == pytest.approx(0.35)  # k2 at 0.25, below v's 0.5 already
+
+
+def test_interleave_is_convex_when_only_one_arm_ran() -> None:
+    results = {"vector": [("a", 0.9), ("b", 0.5), ("c", 0.1)]}
+    weights = {"keyword": 0.75, "vector": 0.25}
+    interleaved = fuse(results, weights, method="interleave")
+    convex = fuse(results, weights, method="convex")
+    assert [(f.chunk_id, f.score) for f in interleaved] == [(f.chunk_id, f.score) for f in convex]
+
+
+def test_fuse_names_the_known_methods_for_an_unknown_one() -> None:
+    with pytest.raises(ValueError, match="interleave"):
+        fuse({"keyword": [("a", 1.0)]}, WEIGHTS, method="magic")  # type: ignore[arg-type]
+
+
+def test_settings_accept_interleave() -> None:
+    from reme_core.settings import load_settings
+
+    assert load_settings(overrides=["search.fusion=interleave"], env={}).search.fusion == (
+        "interleave"
+    )
