@@ -24,7 +24,6 @@ skipped, unless REME_REQUIRE_HOSTS=1 (CI), where they fail.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -87,23 +86,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 
 
 def token_with(served: Served, profile: str) -> str:
-    command = ["token", "create", "--profile", profile, "--json", "-w", str(served.workspace)]
-    created = subprocess.run(
-        [*hosts.reme_command(), *command],
-        env=hosts.clean_env(("OPENCLAW_",), **KEYWORD_ONLY_ENV),
-        capture_output=True,
-        text=True,
-        timeout=60,
+    return hosts.new_token(
+        served.workspace, hosts.clean_env(("OPENCLAW_",), **KEYWORD_ONLY_ENV), profile
     )
-    assert created.returncode == 0, created.stderr
-    return json.loads(created.stdout)["secret"]
-
-
-def closed_port_url() -> str:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    return f"http://127.0.0.1:{port}"  # nothing listens there once the probe is closed
 
 
 def ask(
@@ -211,7 +196,7 @@ def test_openclaw_with_reme_down_answers_and_loses_no_turn(
 ) -> None:
     """Server down: one line in OpenClaw's log, a reply anyway, the turn kept in the spool and
     saved by the next capture once reme is back."""
-    down, _ = ask(openclaw, tmp_path, "down-1", QUESTION, closed_port_url(), served.token)
+    down, _ = ask(openclaw, tmp_path, "down-1", QUESTION, hosts.closed_port_url(), served.token)
     lines = down.reme_lines()
     assert len(lines) == 1 and "unreachable" in lines[0], down.context()
     assert down.answer(), down.context()  # the reply still comes
