@@ -65,6 +65,7 @@ from reme_plugins.onnx_encoder import (
     release_freed_memory,
     save_model,
     sha256_of,
+    weights_beside,
 )
 
 BUILDER_VERSION = "2"
@@ -241,7 +242,7 @@ def ensure_model(variant: str, quantize: bool, cache_dir: Path | None = None) ->
         )
         save_model(model, target)
 
-    return built_model(folder, build, quantize, packed.config)
+    return weights_beside(built_model(folder, build, quantize, packed.config))
 
 
 @hookimpl

@@ -261,6 +261,56 @@ def built_model(
     return target
 
 
+def weights_beside(path: Path) -> Path:
+    """``path`` (a built model file) with its weights moved out to ``<name>.data`` beside it
+    (ONNX external data), once, whatever the number of processes asking; returns ``path``.
+
+    The same graph and the same weights, so the same vectors (tested); only the loading differs:
+    from one file onnxruntime parses the whole protobuf, weights included, and copies each
+    weight out of it before freeing it, so a session's load briefly holds the weights twice;
+    with the weights beside it, it reads each one from the data file. Measured (e5-onnx, a fresh
+    process, onnxruntime 1.32): the load's peak 48 -> 34 MB above the library, the session
+    after it unchanged (34-35 MB). A graph already split is left as it is (its size is below
+    its data's); one that cannot be split (a read-only cache) is used whole."""
+    data = path.with_name(path.name + ".data")
+    if _split(path, data):
+        return path
+    from filelock import FileLock
+
+    try:
+        with FileLock(str(path.parent / ".lock")):
+            if _split(path, data):  # another process split it while this one waited
+                return path
+            import onnx
+
+            model = onnx.load(str(path))
+            with tempfile.TemporaryDirectory(dir=path.parent, prefix=".split-") as tmp:
+                graph = Path(tmp) / path.name
+                onnx.save_model(
+                    model,
+                    str(graph),
+                    save_as_external_data=True,
+                    all_tensors_to_one_file=True,
+                    location=data.name,
+                    size_threshold=1024,
+                )
+                del model
+                # The data first: a graph that names it never appears without it (a process
+                # holding the whole file open reads on from it).
+                os.replace(Path(tmp) / data.name, data)
+                os.replace(graph, path)
+    except OSError:  # the whole file still loads: only the load's peak is higher
+        return path
+    return path
+
+
+def _split(path: Path, data: Path) -> bool:
+    try:
+        return path.stat().st_size < data.stat().st_size
+    except OSError:
+        return False
+
+
 def save_model(model: Any, path: Path) -> None:
     import onnx
 
