@@ -31,19 +31,23 @@ def expand_links(
     """
     seen = set(hit_paths)
     found: list[tuple[str, str, str]] = []
-    counts = {"outbound": 0, "inbound": 0}
+    left = {"outbound": limit_each, "inbound": limit_each}
     linked = graph.linked_paths(list(dict.fromkeys(hit_paths)))
     for via, (outbound, inbound) in linked.items():
         for direction, paths in (("outbound", outbound), ("inbound", inbound)):
+            wanted = left[direction]
+            if wanted <= 0:
+                continue
             for path in paths:
-                if counts[direction] >= limit_each:
-                    break
                 if path in seen or not allowed(path):
                     continue
                 seen.add(path)
-                counts[direction] += 1
                 found.append((path, via, direction))
-        if all(count >= limit_each for count in counts.values()):
+                wanted -= 1
+                if not wanted:
+                    break
+            left[direction] = wanted
+        if left["outbound"] <= 0 and left["inbound"] <= 0:
             break
     notes = describe([path for path, _, _ in found])
     linked = []
