@@ -180,14 +180,16 @@ def configs(date_weights: list[float], slacks: list[int]) -> list[Config]:
         rows.append(Config(f"kw header / vec header+prev, convex {weight}", "header",
                            "header+prev", weight=weight))  # fmt: skip
     for share in (0.25, 0.5):
-        rows.append(Config(f"default, note = best + {share} x second chunk", aggregate=share))
+        rows.append(Config(f"default, note = best + {share} x second chunk", "plain", "prev",
+                           aggregate=share))  # fmt: skip
     for weight in (0.2, 0.25, 0.3):
         rows.append(Config(f"kw plain / vec prev, interleave {weight}", "plain", "prev", weight,
                            method="interleave"))  # fmt: skip
     for weight in date_weights:
         for slack in slacks:
             tail = f"dates w={weight} slack={slack}"
-            rows.append(Config(f"default + {tail}", date_weight=weight, slack=slack))
+            rows.append(Config(f"default + {tail}", "plain", "prev", date_weight=weight,
+                               slack=slack))  # fmt: skip
             rows.append(Config(f"header / header + {tail}", "header", "header",
                                date_weight=weight, slack=slack))  # fmt: skip
             rows.append(Config(f"kw header / vec header+prev + {tail}", "header", "header+prev",
