@@ -33,3 +33,20 @@ class Step(Component, ABC):
         state under ``state_dir`` (a checkpoint, a cursor); return the files changed, relative
         to ``state_dir``. A step keeping no state about notes keeps this default."""
         return []
+
+    @classmethod
+    def forget_in_workspace(
+        cls, reme: Any, paths: Set[str], dry_run: bool = False
+    ) -> dict[str, list[str]]:
+        """Drop the notes ``paths`` (being purged) from the workspace files this step keeps
+        itself, beside the notes (proactive's topics file and the note rendered from it); return
+        each file changed (with ``dry_run``: that would be) with what changed in it. The purge
+        calls it after the history is rewritten, as one history entry. Default: none."""
+        return {}
+
+    @classmethod
+    def purged_with(cls, reme: Any, paths: Set[str]) -> dict[str, str]:
+        """Files that go with the notes ``paths`` when they are purged, each with the note it
+        goes with (auto_resource: a resource note's source file, which would otherwise be noted
+        again). Default: none."""
+        return {}

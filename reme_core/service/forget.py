@@ -50,7 +50,7 @@ from reme_core.runtime import Reme
 from reme_core.service.forget_digests import Citations, citations, unlink_digests
 from reme_core.workspace.hashing import content_hash
 from reme_core.workspace.history import HistoryError
-from reme_core.workspace.history_purge import purge_history, still_holds
+from reme_core.workspace.history_purge import blobs_holding, purge_history, still_holds
 from reme_core.workspace.notes import parse_note
 from reme_core.workspace.paths import is_internal
 
@@ -100,6 +100,15 @@ class Purged(BaseModel):
     """A step whose state could not be read (damaged): why; its file is left as it was."""
     compacted: list[str] = Field(default_factory=list)
     """The SQLite files rewritten (VACUUM), beside the keyword index and vector store."""
+    rewritten: dict[str, list[str]] = Field(default_factory=dict)
+    """Workspace files a pipeline keeps beside the notes, rewritten without the notes (each
+    step's ``forget_in_workspace``: the proactive topics dropped, reopened or unlinked, and the
+    note raising them rendered again), with what changed; as one history entry
+    (``rewritten_history``)."""
+    rewritten_history: str | None = None
+    rewritten_errors: list[str] = Field(default_factory=list)
+    """A step whose files could not be rewritten (a malformed topics file): why; left as they
+    were."""
     vector_store_rebuilt: bool = False
     """The vector store still held the note's chunk ids after its compaction (zvec keeps
     deleted ids in its id map's tables), so it was rebuilt from the cached embeddings of the
@@ -117,6 +126,13 @@ class ForgetReport(BaseModel):
     """Archive: the history entry (``reme revert`` takes it)."""
     history_error: str | None = None
     removed: Purged | None = None
+    purged_with: dict[str, str] = Field(default_factory=dict)
+    """Purge: files that go with a purged note (each with its note), purged with it and listed
+    in ``removed.files``: a resource note's source file under ``resource/``, which the next
+    ``auto_resource`` run would otherwise note again (kept when another note summarises it)."""
+    rewrites: dict[str, list[str]] = Field(default_factory=dict)
+    """Purge, dry run: the pipeline-kept workspace files that would be rewritten (see
+    ``Purged.rewritten``)."""
     citations: Citations | None = None
     """Purge: the other notes linking to a forgotten note, with their citing lines, and what
     ``with_digests`` removed from the digest notes among them (``service.forget_digests``)."""
@@ -179,10 +195,18 @@ def purge(
 ) -> ForgetReport:
     """Remove the notes and every trace of them under ``.reme/`` (see the module docstring);
     ``with_digests`` also unlinks the digest notes citing them (``service.forget_digests``)."""
+    companions = _purged_with(reme, set(paths))
+    asked, paths = paths, [*paths, *companions]
     texts = {rel: _read_bytes(reme, rel) for rel in paths}
     if dry_run:
+        rewrites, _ = _rewrite_kept(reme, set(paths), dry_run=True)
         return ForgetReport(
-            mode="purge", dry_run=True, paths=paths, citations=citations(reme, paths)
+            mode="purge",
+            dry_run=True,
+            paths=asked,
+            citations=citations(reme, paths),
+            purged_with=companions,
+            rewrites=rewrites,
         )
     if not confirm:
         raise ForgetConfirmationError(
@@ -203,9 +227,17 @@ def purge(
         _count_projections(reme, paths, removed)
         chunks = reme.catalog.chunk_hashes(paths)
         digests = {digest for _, _, digest in chunks}
+        rewrites, _ = _rewrite_kept(reme, names, dry_run=True)
+        if rewrites:  # earlier changes to those files stay out of the purge's entry
+            _snapshot(reme, removed.rewritten_errors)
+            digests |= {d for _, _, d in reme.catalog.chunk_hashes(list(rewrites))}
         with reme.history.batch():  # the delete is not committed: the history forgets it next
             for rel in paths:
                 _remove_file(reme, rel)
+            # The files a pipeline keeps beside the notes (the proactive topics and the note
+            # raising them) lose the notes now, committed once the history is rewritten.
+            removed.rewritten, errors = _rewrite_kept(reme, names)
+            removed.rewritten_errors += errors
         kept = {digest for _, _, digest in reme.catalog.chunk_hashes()}  # shared with others
         if reme.vectors is not None:
             removed.cached_embeddings = drop_cached_embeddings(
@@ -217,7 +249,13 @@ def purge(
         removed.proposals = _drop_proposals(reme.state_dir, names, needles.text)
         removed.journal_entries = reme.journal.drop_paths(names)
         removed.state, removed.state_errors = _forget_in_steps(reme, names)
-        removed.history_commits_rewritten = purge_history(reme.history, paths)
+        # Their past versions that held the note go with it, and its words leave the messages
+        # (a proactive run's ``NEW t…: the question``).
+        stale = blobs_holding(reme.history, list(removed.rewritten), needles.all)
+        removed.history_commits_rewritten = purge_history(
+            reme.history, paths, blobs=stale, words=_unshared(reme, needles.text)
+        )
+        _record_rewritten(reme, removed)
         if with_digests:
             unlink_digests(reme, cited, paths)
         reme.optimize()  # keyword tombstones merged away, vector store compacted
@@ -229,24 +267,80 @@ def purge(
             _rebuild_vectors(reme)
             remaining = traces(reme, needles)
     return ForgetReport(
-        mode="purge", paths=paths, removed=removed, citations=cited, remaining=remaining
+        mode="purge",
+        paths=asked,
+        removed=removed,
+        citations=cited,
+        remaining=remaining,
+        purged_with=companions,
     )
+
+
+def _steps(reme: Reme, hook: str) -> Iterator[tuple[str, Any]]:
+    """The registered steps overriding ``Step.<hook>``, each implementation once."""
+    seen: set[Any] = set()
+    default = getattr(Step, hook).__func__
+    for entry in reme.plugins.registry("step").entries():
+        method = getattr(getattr(entry.cls, hook), "__func__", None)
+        if method is None or method is default or method in seen:
+            continue
+        seen.add(method)
+        yield entry.name, getattr(entry.cls, hook)
+
+
+def _purged_with(reme: Reme, names: set[str]) -> dict[str, str]:
+    """The files that go with the notes (``Step.purged_with``), not already named."""
+    found: dict[str, str] = {}
+    for _, hook in _steps(reme, "purged_with"):
+        for rel, note in hook(reme, names).items():
+            if rel not in names:
+                found.setdefault(rel, note)
+    return dict(sorted(found.items()))
+
+
+def _rewrite_kept(
+    reme: Reme, names: set[str], *, dry_run: bool = False
+) -> tuple[dict[str, list[str]], list[str]]:
+    """Each step drops the notes from the workspace files it keeps (``Step.forget_in_workspace``)."""
+    done: dict[str, list[str]] = {}
+    errors: list[str] = []
+    for name, hook in _steps(reme, "forget_in_workspace"):
+        try:
+            for rel, what in hook(reme, names, dry_run).items():
+                done.setdefault(rel, []).extend(what)
+        except RemeError as exc:
+            errors.append(f"{name}: {exc}")
+    return dict(sorted(done.items())), errors
+
+
+def _snapshot(reme: Reme, errors: list[str]) -> None:
+    try:
+        reme.history.snapshot()
+    except HistoryError as exc:
+        errors.append(f"history: {exc}")
+
+
+def _record_rewritten(reme: Reme, removed: Purged) -> None:
+    """The rewritten files as one history entry, made after the history is rewritten (so its
+    id stays valid); its message names the files, never the purged notes."""
+    if not removed.rewritten:
+        return
+    message = "reme forget: a purged note taken out of " + ", ".join(removed.rewritten)
+    try:
+        removed.rewritten_history = reme.history.record(message)
+    except HistoryError as exc:
+        removed.rewritten_errors.append(f"history: {exc}")
 
 
 def _forget_in_steps(reme: Reme, names: set[str]) -> tuple[list[str], list[str]]:
     """Each registered step drops the notes from its own state (``Step.forget_paths``)."""
     done: list[str] = []
     errors: list[str] = []
-    seen: set[Any] = set()
-    for entry in reme.plugins.registry("step").entries():
-        method = getattr(entry.cls.forget_paths, "__func__", None)
-        if method is None or method is Step.forget_paths.__func__ or method in seen:
-            continue
-        seen.add(method)
+    for name, hook in _steps(reme, "forget_paths"):
         try:
-            done += [f".reme/{rel}" for rel in entry.cls.forget_paths(reme.state_dir, names)]
+            done += [f".reme/{rel}" for rel in hook(reme.state_dir, names)]
         except RemeError as exc:
-            errors.append(f"{entry.name}: {exc}")
+            errors.append(f"{name}: {exc}")
     return sorted(set(done)), errors
 
 
@@ -367,6 +461,12 @@ def _shared(reme: Reme, candidates: set[bytes]) -> set[bytes]:
         if any(low in text for text in corpus):
             shared.add(needle)
     return shared
+
+
+def _unshared(reme: Reme, needles: list[bytes]) -> list[bytes]:
+    """The ``needles`` no note left in the workspace holds (those are the notes' own words)."""
+    shared = _shared(reme, set(needles))
+    return [n for n in needles if n not in shared]
 
 
 def _in_vector_store(reme: Reme, remaining: list[str]) -> bool:

@@ -11,7 +11,7 @@ left (the objects are compressed, so a byte ``grep`` of ``history.git`` would pr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from reme_core.workspace.history import History
 from reme_core.workspace.history_migration import GitBytes, confine, git_runner
@@ -21,17 +21,24 @@ FORGOTTEN = "(forgotten note)"
 _NULL = "0" * 40
 
 
-def purge_history(history: History, paths: Sequence[str]) -> int:
+def purge_history(
+    history: History,
+    paths: Sequence[str],
+    *,
+    blobs: Collection[str] = (),
+    words: Collection[bytes] = (),
+) -> int:
     """Rewrite the history without ``paths``; returns how many commits changed (0: it never
-    held them)."""
+    held them). ``blobs``: other versions to take out (of a file that stays, which held the
+    notes' text: ``blobs_holding``); ``words``: other strings to take out of the messages."""
     if not (history.git_dir / "HEAD").exists() or not paths:
         return 0
     names = set(paths)
     with history._lock:
         history.ensure()
         git = git_runner(history._base())
-        blobs = _blobs_of(git, list(names))
-        changed = confine(_scrubbing(git, names), names.__contains__, frozenset(blobs))
+        refused = frozenset(_blobs_of(git, list(names)) | set(blobs))
+        changed = confine(_scrubbing(git, names, words), names.__contains__, refused)
         _scrub_message_file(history, names)
     return changed
 
@@ -44,6 +51,20 @@ def still_holds(history: History, needles: Sequence[bytes]) -> bool:
     git = git_runner(history._base())
     out = git("cat-file", "--batch-all-objects", "--batch", "--unordered")
     return any(needle in out for needle in needles if needle)
+
+
+def blobs_holding(history: History, paths: Sequence[str], needles: Sequence[bytes]) -> set[str]:
+    """The versions of ``paths`` in the history that contain one of ``needles``."""
+    if not (history.git_dir / "HEAD").exists() or not paths or not needles:
+        return set()
+    with history._lock:
+        git = git_runner(history._base())
+        found = set()
+        for blob in sorted(_blobs_of(git, list(paths))):
+            data = git("cat-file", "blob", blob)
+            if any(needle in data for needle in needles if needle):
+                found.add(blob)
+    return found
 
 
 def _blobs_of(git: GitBytes, paths: list[str]) -> set[str]:
@@ -59,10 +80,11 @@ def _blobs_of(git: GitBytes, paths: list[str]) -> set[str]:
     return blobs
 
 
-def _scrubbing(git: GitBytes, names: set[str]) -> GitBytes:
-    """``git``, but a commit read to be recommitted has the notes' names taken out of its
-    message (``confine`` recommits every commit from ``cat-file commit``)."""
-    words = sorted({*names, *(n.removesuffix(".md") for n in names)}, key=len, reverse=True)
+def _scrubbing(git: GitBytes, names: set[str], more: Collection[bytes] = ()) -> GitBytes:
+    """``git``, but a commit read to be recommitted has the notes' names (and ``more``) taken
+    out of its message (``confine`` recommits every commit from ``cat-file commit``)."""
+    named = {n.encode("utf-8") for n in {*names, *(n.removesuffix(".md") for n in names)}}
+    words = sorted({*named, *(w for w in more if w)}, key=len, reverse=True)
 
     def run(*args: str, **kwargs: object) -> bytes:
         out = git(*args, **kwargs)  # type: ignore[arg-type]
@@ -70,7 +92,7 @@ def _scrubbing(git: GitBytes, names: set[str]) -> GitBytes:
             return out
         headers, sep, message = out.partition(b"\n\n")
         for word in words:
-            message = message.replace(word.encode("utf-8"), FORGOTTEN.encode("utf-8"))
+            message = message.replace(word, FORGOTTEN.encode("utf-8"))
         return headers + sep + message
 
     return run

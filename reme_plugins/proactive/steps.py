@@ -22,6 +22,7 @@ from pydantic import Field
 from reme_core.api import ComponentSettings, ReviewApi, Step, hookimpl, named_lock
 
 from .cursor import FILE, forget_notes, load_cursor
+from .forget import forget_in_topics
 from .models import ProactiveParams, Rejected
 from .reading import ask, batches, changed_notes, read_topics, shown_topics
 from .review import ProactiveReviewer, propose
@@ -43,6 +44,13 @@ class ProactiveStep(Step):
         """Purged notes leave the cursor's marks (``cursor.forget_notes``)."""
         with named_lock(state_dir, LOCK):
             return [FILE.as_posix()] if forget_notes(state_dir, paths) else []
+
+    @classmethod
+    def forget_in_workspace(
+        cls, reme: Any, paths: Set[str], dry_run: bool = False
+    ) -> dict[str, list[str]]:
+        """Purged notes leave the topics and the note raising them (``forget``)."""
+        return forget_in_topics(reme, paths, dry_run)
 
     class Settings(ComponentSettings):
         batch_tokens: int = Field(8000, ge=500, le=200_000)

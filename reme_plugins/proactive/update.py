@@ -128,7 +128,9 @@ def verify(
     exists: Callable[[str], bool],
 ) -> list[str]:
     """The checks the change passes; Rejected naming the first it fails. ``inputs``: the notes
-    this run read (path -> hash); ``exists``: whether a workspace note exists now."""
+    this run read (path -> hash); ``exists``: whether a workspace note exists now. It judges a
+    model's answer; a purge taking a note out of the topics (``forget``: a topic dropped with
+    its only evidence, or reopened) is the user's, made by code, and does not come here."""
     given = {link(p) for p in inputs}
     old = {t.id: t for t in before.topics}
     new = {t.id: t for t in after.topics}

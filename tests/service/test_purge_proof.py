@@ -63,7 +63,7 @@ def test_a_skipped_removal_is_named_in_remaining(
         folder = Path(reme.vectors.store.state_files()[0]).relative_to(reme.state_dir)
         expected = f".reme/{folder.parts[0]}"
     elif left == "history blob":
-        monkeypatch.setattr(forget_module, "purge_history", lambda history, paths: 0)
+        monkeypatch.setattr(forget_module, "purge_history", lambda history, paths, **kw: 0)
         expected = "history"
     else:
         monkeypatch.setattr(forget_module, "_drop_proposals", lambda *args: [])

@@ -1,0 +1,147 @@
+"""A purge reaches what pipelines keep beside the notes: the proactive topics that link the note
+(dropped, reopened or unlinked, and the note raising them rendered again, as one history entry),
+and a resource note's source file (purged with it, so auto_resource does not note it again)."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pipelines.test_proactive_support import CURSOR, NOTE, TOPICS, Workspace, daily, event, new
+
+from reme_core.api import topic_id
+from reme_core.service.operations import OPERATIONS
+
+TOKEN = "zebraquill7731"
+KEEP = "daily/2026-11-01/planning.md"
+GONE = "daily/2026-11-02/budget.md"
+ASKED = "Who owns the Q4 budget review"
+CHECK = "Check the staging cluster quota"
+ONLY = f"Ask Sam whether {TOKEN} covers travel"
+T_ASKED, T_CHECK, T_ONLY = topic_id(ASKED, KEEP), topic_id(CHECK, KEEP), topic_id(ONLY, GONE)
+
+
+def grep(folder: Path, needle: str) -> list[str]:
+    done = subprocess.run(
+        ["grep", "-rl", "--binary-files=text", needle, str(folder)], capture_output=True, text=True
+    )
+    assert done.returncode in (0, 1), done.stderr
+    return done.stdout.split()
+
+
+def history_objects(root: Path) -> bytes:
+    git = ["git", f"--git-dir={root / '.reme/history.git'}"]
+    return subprocess.run(
+        [*git, "cat-file", "--batch-all-objects", "--batch", "--unordered"],
+        capture_output=True,
+        check=True,
+    ).stdout
+
+
+def forget(reme: Any, **payload: Any) -> dict[str, Any]:
+    return OPERATIONS["forget"].call(reme, payload)
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Iterator[Workspace]:
+    workspace = Workspace(tmp_path)
+    workspace.write(KEEP, daily("Planning", "Open: who owns the Q4 budget review? Quota check."))
+    first = {"new": [new(ASKED, KEEP)["new"][0], new(CHECK, KEEP)["new"][0]]}
+    assert workspace.run(first).outputs["new"] == [T_ASKED, T_CHECK]
+    workspace.write(GONE, daily("Budget", f"Sam owns the review; {TOKEN} is the travel code."))
+    second = {
+        **new(ONLY, GONE),
+        **event("resolved", T_ASKED, GONE, how=f"Sam owns it ({TOKEN})"),
+        **event("mentioned", T_CHECK, GONE),
+    }
+    run = workspace.run(second)
+    assert run.outputs["new"] == [T_ONLY], run.outputs
+    assert run.outputs["resolved"] == [T_ASKED]
+    yield workspace
+    workspace.close()
+
+
+def test_a_purged_note_leaves_every_proactive_topic(ws: Workspace) -> None:
+    reme = ws.reme
+    assert reme is not None
+    assert TOKEN in ws.read(TOPICS) and TOKEN in ws.read(NOTE)  # the proof can fail
+    dry = forget(reme, path=GONE, purge=True, dry_run=True)
+    assert set(dry["rewrites"]) == {TOPICS, NOTE} and TOKEN in ws.read(TOPICS)
+    entries = len(reme.history.entries(100))
+
+    report = forget(reme, path=GONE, purge=True, confirm=True)
+
+    assert report["remaining"] == [], report
+    removed = report["removed"]
+    assert removed["rewritten"][TOPICS] == [
+        f"{T_ASKED}: reopened (it was resolved by the purged note)",
+        f"{T_CHECK}: the purged note unlinked",
+        f"{T_ONLY}: dropped (the purged note was its only evidence)",
+    ]
+    assert NOTE in removed["rewritten"] and removed["rewritten_errors"] == []
+    topics = {t["id"]: t for t in ws.topics()}
+    assert set(topics) == {T_ASKED, T_CHECK}
+    assert topics[T_ASKED]["state"] == "open"
+    assert "resolved_by" not in topics[T_ASKED] and "resolution" not in topics[T_ASKED]
+    assert topics[T_CHECK]["notes"] == ["[[daily/2026-11-01/planning]]"]
+    assert topics[T_CHECK]["last_seen"] == "2026-11-01"
+    for text in (ws.read(TOPICS), ws.read(NOTE)):
+        assert "daily/2026-11-02/budget" not in text and "Sam owns" not in text
+    assert ASKED in ws.read(NOTE) and ONLY not in ws.read(NOTE)  # reopened: raised again
+    assert grep(ws.root, TOKEN) == []  # the workspace, .reme/ included
+    assert grep(ws.root, "daily/2026-11-02/budget") == []
+    assert TOKEN.encode() not in history_objects(ws.root)
+    # One history entry of its own, naming the files it rewrote, not the note.
+    log = reme.history.entries(100)
+    assert len(log) == entries + 1  # the purged note's own entries kept, scrubbed of it
+    entry = log[0]
+    assert entry.run == removed["rewritten_history"]
+    assert set(entry.files) == {TOPICS, NOTE} and "budget" not in entry.message
+    # The next run reads nothing again and changes nothing.
+    again = ws.open([]).run("proactive", {"today": "2026-11-06"})
+    assert again.outputs["pending"] == [] and again.outputs["written"] == []
+    assert GONE not in ws.read(CURSOR)
+
+
+def test_a_topic_resolved_by_a_note_left_stays_resolved(ws: Workspace) -> None:
+    reme = ws.reme
+    assert reme is not None
+    report = forget(reme, path=KEEP, purge=True, confirm=True)
+    assert report["remaining"] == [], report
+    topics = {t["id"]: t for t in ws.topics()}
+    assert set(topics) == {T_ASKED, T_CHECK, T_ONLY}  # ids kept (reme's hashes)
+    assert topics[T_ASKED]["state"] == "resolved"
+    assert topics[T_ASKED]["resolved_by"] == "[[daily/2026-11-02/budget]]"
+    assert topics[T_ASKED]["notes"] == ["[[daily/2026-11-02/budget]]"]
+    assert topics[T_ASKED]["first_seen"] == "2026-11-02"
+    assert set(report["removed"]["rewritten"][TOPICS]) == {
+        f"{T_ASKED}: the purged note unlinked",
+        f"{T_CHECK}: the purged note unlinked",
+    }
+    assert grep(ws.root, "daily/2026-11-01/planning") == []
+
+
+def test_a_note_no_topic_links_leaves_the_topics_and_the_history_alone(ws: Workspace) -> None:
+    reme = ws.reme
+    assert reme is not None
+    ws.write("daily/2026-11-04/other.md", daily("Other", "Nothing to follow up."))
+    reme.index()
+    before, entries = ws.read(TOPICS), len(reme.history.entries(100))
+    report = forget(reme, path="daily/2026-11-04/other.md", purge=True, confirm=True)
+    assert report["removed"]["rewritten"] == {} and report["removed"]["rewritten_history"] is None
+    assert ws.read(TOPICS) == before
+    assert len(reme.history.entries(100)) <= entries + 1  # at most the snapshot of the copy
+
+
+def test_a_malformed_topics_file_is_reported_and_the_purge_completes(ws: Workspace) -> None:
+    reme = ws.reme
+    assert reme is not None
+    (ws.root / TOPICS).write_text("topics: [oops\n", encoding="utf-8")
+    report = forget(reme, path=GONE, purge=True, confirm=True)
+    assert not (ws.root / GONE).exists()
+    (error,) = report["removed"]["rewritten_errors"]
+    assert error.startswith("proactive: ") and "not valid YAML" in error
+    assert ws.read(TOPICS) == "topics: [oops\n"
