@@ -13,7 +13,9 @@ QwenPaw's plugin loader, ``Workspace`` and runtime (what ``qwenpaw app`` does pe
 the scripted model calls QwenPaw's ``memory_search`` tool, reme answers with the fact only the
 workspace holds, the answer carries it, and QwenPaw's auto-memory worker hands the turn to reme,
 which writes the transcript under ``sessions/`` and a note under ``daily/``. Also: two turns of one
-chat (one transcript, new turns only), a wrong token, reme down, a misspelt backend setting.
+chat (one transcript, new turns only), a wrong token and reme down (one line, a reply, the turn
+kept in the plugin's spool), a read-only token (recall works; the kept turn is saved by the next
+capture, with a write token), a misspelt backend setting.
 
 Last, QwenPaw's served path: ``qwenpaw app`` (its own uvicorn web server, on 127.0.0.1, runs
 offline and headless) takes two chat requests of one session over its HTTP API (``POST
@@ -32,7 +34,7 @@ import socket
 import subprocess
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +125,44 @@ def set_up(python: Path, home: Path, model_url: str, backend: dict[str, Any], to
     return env
 
 
+def _turns(
+    python: Path,
+    env: dict[str, str],
+    tmp: Path,
+    script: Script,
+    questions: tuple[str, ...],
+    session: str,
+    manager: str | None,
+) -> dict[str, Any]:
+    """qwenpaw_agent.py over the QwenPaw home in ``tmp``: ``questions`` in one chat session."""
+    spec = {
+        "agent_dir": str(tmp / "qwenpaw" / "workspaces" / "default"),
+        "questions": list(questions),
+        "session_id": session,
+    }
+    asked = len(script.chat_requests())
+    done = subprocess.run(
+        [str(python), str(HERE / "qwenpaw_agent.py"), json.dumps(spec)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+    )
+    context = (
+        f"rc {done.returncode}\nstdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-4000:]}"
+    )
+    assert done.returncode == 0, context
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result["_stderr"], result["_context"] = done.stderr, context
+    assert "reme-memory" in result["plugins"], context
+    assert result["manager"] == manager and result["backend"] == "reme", context
+    assert len(script.chat_requests()) > asked, f"QwenPaw never called the model\n{context}"
+    if manager is not None:
+        assert TOOL in script.offered_tools(), script.offered_tools()
+    return result
+
+
 def ask(
     python: Path,
     tmp: Path,
@@ -136,31 +176,41 @@ def ask(
     script = Script(tool=TOOL, arguments={"query": "larkspur kiln key"})
     with ScriptedServer(script) as model:
         env = set_up(python, tmp, f"{model.url}/v1", backend or {"url": served.url}, token)
-        spec = {
-            "agent_dir": str(tmp / "qwenpaw" / "workspaces" / "default"),
-            "questions": list(questions),
-            "session_id": session,
-        }
-        done = subprocess.run(
-            [str(python), str(HERE / "qwenpaw_agent.py"), json.dumps(spec)],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=RUN_TIMEOUT_S,
-        )
-    context = (
-        f"rc {done.returncode}\nstdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-4000:]}"
-    )
-    assert done.returncode == 0, context
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    result["_stderr"], result["_context"] = done.stderr, context
-    assert "reme-memory" in result["plugins"], context
-    assert result["manager"] == manager and result["backend"] == "reme", context
-    assert script.chat_requests(), f"QwenPaw never called the model\n{context}"
-    if manager is not None:
-        assert TOOL in script.offered_tools(), script.offered_tools()
+        result = _turns(python, env, tmp, script, questions, session, manager)
     return result, script
+
+
+def ask_then_recover(
+    python: Path,
+    tmp: Path,
+    served: Served,
+    token: str,
+    backend: dict[str, Any],
+    session: str,
+    between: Callable[[dict[str, Any]], None],
+) -> dict[str, Any]:
+    """A turn with ``token`` and ``backend``, checked by ``between``, then, in the same QwenPaw
+    home, a turn of session ``<session>-next`` with the write token and reme serve's url, whose
+    result is returned."""
+    script = Script(tool=TOOL, arguments={"query": "larkspur kiln key"})
+    with ScriptedServer(script) as model:
+        env = set_up(python, tmp, f"{model.url}/v1", backend, token)
+        between(_turns(python, env, tmp, script, (QUESTION,), session, "RemeMemoryManager"))
+        agent_json = tmp / "qwenpaw" / "workspaces" / "default" / "agent.json"
+        agent = json.loads(agent_json.read_text(encoding="utf-8"))
+        agent["running"]["memory_backend_configs"] = {"reme": {"url": served.url}}
+        agent_json.write_text(json.dumps(agent, indent=2), encoding="utf-8")
+        env = {**env, "REME_TOKEN": served.token}
+        return _turns(python, env, tmp, script, (QUESTION,), f"{session}-next", "RemeMemoryManager")
+
+
+def spooled(tmp: Path, session: str) -> list[str]:
+    """The user turns of ``session`` waiting in the plugin's spool (the agent's reme-spool/)."""
+    path = tmp / "qwenpaw" / "workspaces" / "default" / "reme-spool" / f"qwenpaw-{session}.json"
+    if not path.is_file():
+        return []
+    pending = json.loads(path.read_text(encoding="utf-8"))
+    return [t["content"] for t in pending["messages"] if t["role"] == "user"]
 
 
 def test_qwenpaw_recalls_and_records_through_reme_serve(
@@ -201,8 +251,10 @@ def test_qwenpaw_with_a_wrong_token_still_answers(
     assert result["answer"].startswith("From the workspace: Error: memory search failed"), result
     warnings = [line for line in result["_stderr"].splitlines() if "reme capture skipped" in line]
     assert len(warnings) == 1 and "HTTP 401" in warnings[0], result["_stderr"][-3000:]
+    assert "turn(s) kept in" in warnings[0], warnings
     assert [t["status"] for t in result["tasks"]] == ["completed"], result["tasks"]
     assert sorted((served.workspace / "sessions").glob("*.jsonl")) == before
+    assert spooled(tmp_path, "kiln-1") == [QUESTION]  # kept for the next capture
 
 
 def test_qwenpaw_with_a_bad_reme_setting_starts_without_memory(
@@ -258,6 +310,7 @@ def test_qwenpaw_with_reme_down_still_answers(
     warnings = [line for line in result["_stderr"].splitlines() if "reme capture skipped" in line]
     assert len(warnings) == 1 and "cannot reach reme" in warnings[0], result["_stderr"][-3000:]
     assert [t["status"] for t in result["tasks"]] == ["completed"], result["tasks"]
+    assert spooled(tmp_path, "kiln-1") == [QUESTION]  # kept for the next capture
 
 
 APP_START_S = 180
@@ -378,3 +431,30 @@ def test_qwenpaw_app_serves_a_chat_that_recalls_and_captures(
     server_log = served.log.read_text(errors="replace")
     assert '"POST /api/v1/search HTTP/1.1" 200' in server_log, server_log[-3000:]
     assert '"POST /api/v1/auto_memory HTTP/1.1" 200' in server_log, server_log[-3000:]
+
+
+def test_a_read_only_token_recalls_and_the_next_capture_saves_the_kept_turn(
+    qwenpaw_python: Path, served: Served, tmp_path: Path
+) -> None:
+    """A read token: recall works, reme refuses the capture (one line), the turn waits in the
+    spool; the next capture, of another session with a write token, saves it too."""
+    env = clean_env()
+    read_only = hosts.new_token(served.workspace, env, "read")
+
+    def refused(first: dict[str, Any]) -> None:
+        assert TOKEN_OF_FACT in first["answer"], first["_context"]  # recall works, read token
+        stderr = first["_stderr"]
+        warnings = [line for line in stderr.splitlines() if "reme capture skipped" in line]
+        assert len(warnings) == 1 and "HTTP 403" in warnings[0], stderr[-3000:]
+        assert not (served.workspace / "sessions" / "qwenpaw-kiln-ro.jsonl").exists()
+        assert spooled(tmp_path, "kiln-ro") == [QUESTION]
+
+    then = ask_then_recover(
+        qwenpaw_python, tmp_path, served, read_only, {"url": served.url}, "kiln-ro", refused
+    )
+    assert TOKEN_OF_FACT in then["answer"], then["_context"]
+    assert "reme capture skipped" not in then["_stderr"], then["_stderr"][-3000:]
+    for session in ("kiln-ro", "kiln-ro-next"):
+        saved = served.workspace / "sessions" / f"qwenpaw-{session}.jsonl"
+        assert _user_turns(saved) == [QUESTION], session
+    assert not spooled(tmp_path, "kiln-ro")

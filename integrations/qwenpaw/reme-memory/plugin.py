@@ -18,13 +18,17 @@ QwenPaw's environment (QwenPaw ships ``httpx``). Its settings are the agent's
 Recall is QwenPaw's ``memory_search`` tool answering with ``POST /api/v1/search``; capture is
 QwenPaw's own auto-memory worker handing each batch of turns to ``POST /api/v1/auto_memory``
 (the transcript under ``sessions/qwenpaw-<chat session>.jsonl``, a note under ``daily/``). A failed
-call never fails the agent: the tool answers with the error line, capture logs one warning.
+call never fails the agent: the tool answers with the error line, capture logs one warning and
+keeps the turns reme did not take in ``<agent folder>/reme-spool/``, sent first by the next
+capture.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -39,6 +43,7 @@ logger = logging.getLogger("reme.qwenpaw")
 
 BACKEND_ID = "reme"
 SESSION_PREFIX = "qwenpaw-"
+SPOOL_DIR = "reme-spool"
 SETTINGS = {"url", "token", "workspace", "capture_every", "auto_recall", "max_results", "timeout"}
 PROMPT = (
     "You have a long-term memory (reme): call `memory_search` before answering questions about "
@@ -143,7 +148,10 @@ def transcript(messages: list[Msg]) -> list[dict[str, str]]:
         if clean.role == "user":
             text = _without_guidance(text, guidance)
         if text:
-            turns.append({"role": clean.role, "content": text})
+            turn = {"role": clean.role, "content": text}
+            if isinstance(getattr(msg, "id", None), str) and msg.id:
+                turn["id"] = msg.id  # so a message said twice is two turns, resent it is one
+            turns.append(turn)
     return turns
 
 
@@ -236,20 +244,70 @@ class RemeMemoryManager(BaseMemoryManager):
 
         return [ChatSessionMemoryMiddleware(memory_manager=self)]
 
+    def _spool(self) -> Path:
+        return Path(self.working_dir) / SPOOL_DIR
+
+    def _waiting(self) -> list[dict[str, Any]]:
+        """The captures reme did not take yet, oldest first (a file that cannot be read is
+        left where it is and named once in the log)."""
+        folder = self._spool()
+        out: list[dict[str, Any]] = []
+        for path in sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime):
+            try:
+                pending = json.loads(path.read_text(encoding="utf-8"))
+                if isinstance(pending.get("session_id"), str) and pending.get("messages"):
+                    out.append(pending)
+                    continue
+            except (OSError, ValueError, AttributeError):
+                pass
+            logger.warning(
+                "reme capture: %s is not a capture this plugin kept; left as it is", path
+            )
+        return out
+
+    def _keep(self, payload: dict[str, Any]) -> None:
+        folder = self._spool()
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / f"{payload['session_id']}.json"
+        temp = target.with_suffix(f".{os.getpid()}.tmp")
+        temp.write_text(json.dumps(payload), encoding="utf-8")
+        temp.replace(target)  # atomic: a half-written file is never read back
+
+    def _forget(self, session_id: str) -> None:
+        (self._spool() / f"{session_id}.json").unlink(missing_ok=True)
+
     async def auto_memory(self, messages: list[Msg], **kwargs: Any) -> str:
-        """Hand one batch of turns to reme's auto_memory; a failure is one warning line."""
-        session = str(kwargs.get("session_id") or "default")
-        turns = transcript(messages)
-        if not turns:
-            return ""
-        payload = {"session_id": f"{SESSION_PREFIX}{session}", "messages": turns}
-        try:
-            body = await self._call("auto_memory", payload)
-        except RuntimeError as exc:
-            logger.warning("reme capture skipped: %s", exc)
-            return ""
-        outputs = body.get("outputs", body) if isinstance(body, dict) else {}
-        return f"reme recorded {len(turns)} turn(s): {outputs}"
+        """Hand one batch of turns to reme's auto_memory, after any batch an earlier capture
+        could not hand over. A failure is one warning line, and the turns not taken wait in
+        ``<agent folder>/reme-spool/`` for the next capture (reme adds a turn it has once)."""
+        session = f"{SESSION_PREFIX}{kwargs.get('session_id') or 'default'}"
+        waiting = self._waiting()
+        own = [t for p in waiting if p["session_id"] == session for t in p["messages"]]
+        calls = [p for p in waiting if p["session_id"] != session]
+        turns = own + [t for t in transcript(messages) if t not in own]
+        if turns:
+            calls.append({"session_id": session, "messages": turns})
+        recorded: list[str] = []
+        for n, payload in enumerate(calls):
+            try:
+                body = await self._call("auto_memory", payload)
+            except RuntimeError as exc:
+                for later in calls[n:]:
+                    self._keep(later)
+                kept = sum(len(p["messages"]) for p in calls[n:])
+                logger.warning(
+                    "reme capture skipped: %s; %d turn(s) kept in %s for the next capture",
+                    exc,
+                    kept,
+                    self._spool(),
+                )
+                break
+            self._forget(payload["session_id"])
+            outputs = body.get("outputs", body) if isinstance(body, dict) else {}
+            recorded.append(
+                f"{payload['session_id']}: {len(payload['messages'])} turn(s) {outputs}"
+            )
+        return f"reme recorded {'; '.join(recorded)}" if recorded else ""
 
 
 class RemePlugin:
