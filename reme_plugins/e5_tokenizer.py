@@ -50,7 +50,9 @@ class E5Tokenizer:
         offsets, scores, blob = packed.vocabulary_tables()
         self._blob = blob
         self._offsets = array("I", offsets.astype(np.uint32).tobytes())
-        self._scores = array("d", scores.astype(np.float64).tobytes())
+        # float32 as the file has them: each reads back as the same Python float as its
+        # float64 copy did (sums stay float64), in half the memory (1 MB less).
+        self._scores = array("f", scores.astype(np.float32).tobytes())
         self._unk_score = float(scores.min()) - 10.0  # the library's unknown penalty
         data = np.frombuffer(blob, np.uint8)
         if _inner_metaspace(data, offsets):
