@@ -31,11 +31,22 @@ def _caller(reme: Any, operation: str) -> Callable[[dict[str, Any]], Any]:
     return call
 
 
+def _with(report: dict[str, Any], purged: str, rewrites: dict[str, Any], verb: str) -> list[str]:
+    """The files that go with the purged notes, and the pipeline files rewritten without them."""
+    lines = [f"{purged} {f} (the source of {n})" for f, n in report.get("purged_with", {}).items()]
+    for rel, what in rewrites.items():
+        lines.append(f"{verb} {rel}:")
+        lines += [f"  {line}" for line in what]
+    return lines
+
+
 def _describe(report: dict[str, Any]) -> str:
     paths = report["paths"]
     if report["dry_run"]:
         verb = "purge" if report["mode"] == "purge" else "archive"
-        return f"would {verb}: " + (", ".join(paths) or "nothing")
+        lines = [f"would {verb}: " + (", ".join(paths) or "nothing")]
+        lines += _with(report, "would also purge", report.get("rewrites") or {}, "would rewrite")
+        return "\n".join(lines)
     if report["mode"] == "archive":
         lines = [f"archived {', '.join(paths)}" if paths else "nothing to archive"]
         if report["unchanged"]:
@@ -61,6 +72,8 @@ def _describe(report: dict[str, Any]) -> str:
         )
     )
     lines = [f"purged {', '.join(paths)}: {counts}"]
+    lines += _with(report, "also purged", removed.get("rewritten") or {}, "rewritten")
+    lines += [f"not rewritten: {why}" for why in removed.get("rewritten_errors") or []]
     if removed.get("proposals"):
         lines.append("proposals removed: " + ", ".join(removed["proposals"]))
     cited = report.get("citations") or {}
@@ -122,7 +135,8 @@ def forget_command(
         call = _caller(reme, "forget")
         if purge and not dry_run and not (yes or as_json):
             plan = call({**payload, "dry_run": True})
-            click.echo("purge (cannot be undone): " + ", ".join(plan["paths"]), err=True)
+            going = [*plan["paths"], *plan.get("purged_with", {})]
+            click.echo("purge (cannot be undone): " + ", ".join(going), err=True)
             if not click.confirm("Purge?", default=False, err=True):
                 raise RemeError("purge cancelled; nothing was changed")
             yes = True

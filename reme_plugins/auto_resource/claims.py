@@ -8,10 +8,12 @@ from history, and a file whose note was never written is simply still pending.
 
 from __future__ import annotations
 
+from collections.abc import Set
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from reme_core.api import Catalog
+from reme_core.api import Catalog, RemeError, parse_frontmatter
 
 RESOURCE_DIR = "resource"
 ARCHIVED_PREFIX = "source "
@@ -79,3 +81,27 @@ def find_claims(catalog: Catalog) -> dict[str, Claim]:
         if held is None or (held.status != "active" and claim.status == "active"):
             claims[source] = claim
     return claims
+
+
+def sources_going_with(root: Path, catalog: Catalog, notes: Set[str]) -> dict[str, str]:
+    """The resource files that go with ``notes`` when they are purged: source -> the note. A
+    purged resource note's file would get a note again on the next run, so it goes too; unless
+    a note that stays names it as well (a copied note: that one keeps summarising it), or it is
+    gone already. The notes are read from disk (one copied in may not be indexed yet)."""
+    mine: dict[str, str] = {}
+    for rel in sorted(notes):
+        if not rel.lower().endswith(".md"):
+            continue
+        try:
+            fm, _ = parse_frontmatter((root / rel).read_text(encoding="utf-8"), rel)
+        except (OSError, UnicodeDecodeError, RemeError):
+            continue  # not readable as a note: it names no source the purge could add
+        source = source_of(fm.get("source_resource"))
+        if source is not None and source not in notes and (root / source).is_file():
+            mine.setdefault(source, rel)
+    if not mine:
+        return {}
+    others = [p for p in catalog.hashes() if p.lower().endswith(".md") and p not in notes]
+    for summary in catalog.notes(others).values():
+        mine.pop(source_of(summary.frontmatter.get("source_resource")) or "", None)
+    return mine

@@ -15,12 +15,13 @@ is the ConfigError it always was.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
 from reme_core.api import ComponentSettings, ConfigError, Step, hookimpl
+from reme_plugins.auto_resource.claims import sources_going_with
 from reme_plugins.auto_resource.reconcile import NO_MODEL, Limits, Reconciler, resource_path
 
 
@@ -54,6 +55,12 @@ class AutoResourceStep(Step):
         """Larger images (width x height) are refused before they are decoded or sent."""
 
     settings: Settings
+
+    @classmethod
+    def purged_with(cls, reme: Any, paths: Set[str]) -> dict[str, str]:
+        """A purged resource note takes its source file with it (``claims.sources_going_with``):
+        left in resource/, the next run would write the note again."""
+        return sources_going_with(reme.root, reme.catalog, paths)
 
     def run(self, run: Any, state: dict[str, Any]) -> dict[str, Any]:
         target = state.get("path")

@@ -10,9 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
+from conftest import KEYWORD_ONLY_ENV
+from pipelines.test_auto_resource_images import notes_written, open_workspace, png, write
 from pipelines.test_proactive_support import CURSOR, NOTE, TOPICS, Workspace, daily, event, new
 
 from reme_core.api import topic_id
+from reme_core.cli import cli
 from reme_core.service.operations import OPERATIONS
 
 TOKEN = "zebraquill7731"
@@ -145,3 +149,61 @@ def test_a_malformed_topics_file_is_reported_and_the_purge_completes(ws: Workspa
     (error,) = report["removed"]["rewritten_errors"]
     assert error.startswith("proactive: ") and "not valid YAML" in error
     assert ws.read(TOPICS) == "topics: [oops\n"
+
+
+IMAGE = "resource/inbox/lighthouse.png"
+
+
+def test_a_purged_resource_note_takes_its_image_and_is_not_written_again(root: Path) -> None:
+    with open_workspace(root) as reme:
+        write(root, IMAGE, png())
+        [done] = reme.run("auto_resource").outputs["notes"]
+        note = done["note"]
+        dry = forget(reme, path=note, purge=True, dry_run=True)
+        assert dry["purged_with"] == {IMAGE: note} and dry["paths"] == [note]
+        assert (root / IMAGE).exists() and (root / note).exists()
+
+        report = forget(reme, path=note, purge=True, confirm=True)
+
+        assert report["paths"] == [note] and report["purged_with"] == {IMAGE: note}
+        assert report["removed"]["files"] == [note, IMAGE]
+        assert report["remaining"] == [], report
+        assert not (root / IMAGE).exists() and not (root / note).exists()
+        assert grep(root, "lighthouse") == []
+        calls = len(reme.llm.calls)
+        again = reme.run("auto_resource").outputs
+        assert again["notes"] == [] and again["pending"] == [] and again["skipped"] == []
+        assert notes_written(root) == [] and len(reme.llm.calls) == calls
+
+
+def test_an_image_another_note_summarises_stays(root: Path) -> None:
+    with open_workspace(root) as reme:
+        write(root, IMAGE, png())
+        [done] = reme.run("auto_resource").outputs["notes"]
+        note = done["note"]
+        copy = "notes/lighthouse-copy.md"
+        reme.files.write(copy, (root / note).read_text(encoding="utf-8"))
+        report = forget(reme, path=note, purge=True, confirm=True)
+        assert report["purged_with"] == {} and (root / IMAGE).exists()
+        again = reme.run("auto_resource").outputs
+        assert again["notes"] == [] and again["unchanged"] == 1  # the copy still summarises it
+        assert notes_written(root) == []
+
+
+def test_the_cli_says_what_goes_with_the_note_and_what_is_rewritten(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key, value in KEYWORD_ONLY_ENV.items():
+        monkeypatch.setenv(key, value)
+    ws.close()
+
+    def run(*args: str) -> Any:
+        done = CliRunner().invoke(cli, [*args, "--workspace", str(ws.root)])
+        assert done.exit_code == 0, done.output
+        return done.stdout
+
+    dry = run("forget", GONE, "--purge", "--dry-run")
+    assert f"would rewrite {TOPICS}:\n  {T_ASKED}: reopened" in dry and TOKEN in ws.read(TOPICS)
+    done = run("forget", GONE, "--purge", "--yes")
+    assert f"rewritten {TOPICS}:" in done and f"{T_ONLY}: dropped" in done
+    assert grep(ws.root, TOKEN) == []
