@@ -34,6 +34,8 @@ def _caller(reme: Any, operation: str) -> Callable[[dict[str, Any]], Any]:
 def _with(report: dict[str, Any], purged: str, rewrites: dict[str, Any], verb: str) -> list[str]:
     """The files that go with the purged notes, and the pipeline files rewritten without them."""
     lines = [f"{purged} {f} (the source of {n})" for f, n in report.get("purged_with", {}).items()]
+    kept = report.get("kept_sources") or {}
+    lines += [f"kept {f} (the source of {n}), not noted again" for f, n in kept.items()]
     for rel, what in rewrites.items():
         lines.append(f"{verb} {rel}:")
         lines += [f"  {line}" for line in what]
@@ -106,6 +108,11 @@ def _describe(report: dict[str, Any]) -> str:
     is_flag=True,
     help="With --purge: also remove the links to it from the digest notes citing it.",
 )
+@click.option(
+    "--keep-source",
+    is_flag=True,
+    help="With --purge: keep a resource note's file under resource/ (not noted again).",
+)
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before a purge.")
 @click.option("--dry-run", is_flag=True, help="Only list the notes that would be forgotten.")
 @workspace_options(remote=True)
@@ -117,6 +124,7 @@ def forget_command(
     limit: int,
     purge: bool,
     with_digests: bool,
+    keep_source: bool,
     yes: bool,
     dry_run: bool,
 ) -> None:
@@ -131,6 +139,8 @@ def forget_command(
     payload: dict[str, Any] = {"path": path, "query": query, "limit": limit, "purge": purge}
     if with_digests:
         payload["with_digests"] = True
+    if keep_source:
+        payload["keep_sources"] = True
     with opener() as reme:
         call = _caller(reme, "forget")
         if purge and not dry_run and not (yes or as_json):

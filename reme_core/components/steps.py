@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Set
+from collections.abc import Mapping, Set
 from pathlib import Path
 from typing import Any
 
@@ -50,3 +50,10 @@ class Step(Component, ABC):
         goes with (auto_resource: a resource note's source file, which would otherwise be noted
         again). Default: none."""
         return {}
+
+    @classmethod
+    def forget_kept(cls, reme: Any, files: Mapping[str, str]) -> list[str]:
+        """The files ``purged_with`` named that the user keeps (``--keep-source``), each with
+        its purged note: record them so this step does not note them again; return the state
+        files changed, relative to ``reme.state_dir``. Default: nothing."""
+        return []

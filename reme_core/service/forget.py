@@ -130,6 +130,9 @@ class ForgetReport(BaseModel):
     """Purge: files that go with a purged note (each with its note), purged with it and listed
     in ``removed.files``: a resource note's source file under ``resource/``, which the next
     ``auto_resource`` run would otherwise note again (kept when another note summarises it)."""
+    kept_sources: dict[str, str] = Field(default_factory=dict)
+    """Purge with ``keep_sources``: those files (each with its note) stay, listed as forgotten
+    so the step does not note them again (``removed.state`` names its list)."""
     rewrites: dict[str, list[str]] = Field(default_factory=dict)
     """Purge, dry run: the pipeline-kept workspace files that would be rewritten (see
     ``Purged.rewritten``)."""
@@ -192,10 +195,14 @@ def purge(
     confirm: bool,
     dry_run: bool = False,
     with_digests: bool = False,
+    keep_sources: bool = False,
 ) -> ForgetReport:
     """Remove the notes and every trace of them under ``.reme/`` (see the module docstring);
     ``with_digests`` also unlinks the digest notes citing them (``service.forget_digests``)."""
     companions = _purged_with(reme, set(paths))
+    kept_sources = companions if keep_sources else {}
+    if keep_sources:
+        companions = {}
     asked, paths = paths, [*paths, *companions]
     texts = {rel: _read_bytes(reme, rel) for rel in paths}
     if dry_run:
@@ -206,6 +213,7 @@ def purge(
             paths=asked,
             citations=citations(reme, paths),
             purged_with=companions,
+            kept_sources=kept_sources,
             rewrites=rewrites,
         )
     if not confirm:
@@ -248,7 +256,7 @@ def purge(
         )
         removed.proposals = _drop_proposals(reme.state_dir, names, needles.text)
         removed.journal_entries = reme.journal.drop_paths(names)
-        removed.state, removed.state_errors = _forget_in_steps(reme, names)
+        removed.state, removed.state_errors = _forget_in_steps(reme, names, kept_sources)
         # Their past versions that held the note go with it, and its words leave the messages
         # (a proactive run's ``NEW t…: the question``).
         stale = blobs_holding(reme.history, list(removed.rewritten), needles.all)
@@ -273,6 +281,7 @@ def purge(
         citations=cited,
         remaining=remaining,
         purged_with=companions,
+        kept_sources=kept_sources,
     )
 
 
@@ -332,13 +341,19 @@ def _record_rewritten(reme: Reme, removed: Purged) -> None:
         removed.rewritten_errors.append(f"history: {exc}")
 
 
-def _forget_in_steps(reme: Reme, names: set[str]) -> tuple[list[str], list[str]]:
-    """Each registered step drops the notes from its own state (``Step.forget_paths``)."""
+def _forget_in_steps(
+    reme: Reme, names: set[str], kept: dict[str, str]
+) -> tuple[list[str], list[str]]:
+    """Each registered step drops the notes from its own state (``Step.forget_paths``) and
+    records the files kept of them (``Step.forget_kept``)."""
     done: list[str] = []
     errors: list[str] = []
-    for name, hook in _steps(reme, "forget_paths"):
+    calls = [(n, h, (reme.state_dir, names)) for n, h in _steps(reme, "forget_paths")]
+    if kept:
+        calls += [(n, h, (reme, kept)) for n, h in _steps(reme, "forget_kept")]
+    for name, hook, args in calls:
         try:
-            done += [f".reme/{rel}" for rel in hook(reme.state_dir, names)]
+            done += [f".reme/{rel}" for rel in hook(*args)]
         except RemeError as exc:
             errors.append(f"{name}: {exc}")
     return sorted(set(done)), errors

@@ -28,6 +28,9 @@ class ForgetInput(Input):
     with_digests: bool = False
     """With ``purge``: also remove the links to the notes from the digest notes citing them
     (a line holding only the link goes; other citing lines are kept and reported)."""
+    keep_sources: bool = False
+    """With ``purge``: keep a purged resource note's source file under ``resource/`` (it is
+    listed as forgotten, so auto_resource does not note it again) instead of purging it too."""
     dry_run: bool = False
     """Only say which notes would be forgotten."""
 
@@ -39,6 +42,8 @@ class ForgetInput(Input):
             raise ValueError("query is empty")
         if self.path is not None and not self.path.strip():
             raise ValueError("path is empty")
+        if self.keep_sources and not self.purge:
+            raise ValueError("keep_sources goes with purge (archiving keeps every file)")
         if self.with_digests and not self.purge:
             raise ValueError(
                 "with_digests goes with purge (archiving leaves the digests as they are)"
@@ -55,6 +60,7 @@ def _forget(reme: Reme, given: ForgetInput) -> ForgetReport:
             confirm=given.confirm,
             dry_run=given.dry_run,
             with_digests=given.with_digests,
+            keep_sources=given.keep_sources,
         )
     return archive(reme, paths, dry_run=given.dry_run)
 

@@ -33,6 +33,7 @@ from reme_core.api import (
 from reme_plugins.auto_resource import note
 from reme_plugins.auto_resource.agentic import AgentNoteRejected, AgentNoteWriter
 from reme_plugins.auto_resource.claims import ARCHIVED_PREFIX, RESOURCE_DIR, Claim, find_claims
+from reme_plugins.auto_resource.forgotten import SKIPPED, load_forgotten, still_forgotten
 from reme_plugins.auto_resource.image_note import ImageNoteWriter
 from reme_plugins.auto_resource.images import ImageAnswerRejected, is_image
 from reme_plugins.auto_resource.readers import ResourceSkipped, read_resource
@@ -100,6 +101,8 @@ class Reconciler:
         self.images = ImageNoteWriter(self.prompts, limits.max_image_pixels, limits.max_key_points)
         # Only a model the config marks as reading images is sent one.
         self.sees_images = llm is not None and limits.vision
+        self.forgotten = load_forgotten(self.reme.state_dir)
+        """Files kept when their note was purged (``forgotten``): not noted again."""
         self._repointed: set[str] = set()
         """Notes a rename moved onto another file this run: their old file is not deleted."""
 
@@ -151,6 +154,9 @@ class Reconciler:
             self._skip(rel, f"cannot read the file: {exc.strerror or exc}")
             return
         digest = content_hash(data)
+        if rel in self.forgotten and still_forgotten(self.reme.state_dir, rel, digest):
+            self._skip(rel, SKIPPED)
+            return
         if claim is not None and self._current(claim, digest) and not claim.archived_by_us:
             self.outcome.unchanged += 1  # the common case decides without a lock or a read
             return

@@ -15,13 +15,14 @@ is the ConfigError it always was.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Set
+from collections.abc import Callable, Mapping, Set
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
 from reme_core.api import ComponentSettings, ConfigError, Step, hookimpl
 from reme_plugins.auto_resource.claims import sources_going_with
+from reme_plugins.auto_resource.forgotten import remember
 from reme_plugins.auto_resource.reconcile import NO_MODEL, Limits, Reconciler, resource_path
 
 
@@ -61,6 +62,11 @@ class AutoResourceStep(Step):
         """A purged resource note takes its source file with it (``claims.sources_going_with``):
         left in resource/, the next run would write the note again."""
         return sources_going_with(reme.root, reme.catalog, paths)
+
+    @classmethod
+    def forget_kept(cls, reme: Any, files: Mapping[str, str]) -> list[str]:
+        """Kept files of purged resource notes are listed as forgotten (``forgotten``)."""
+        return remember(reme.state_dir, reme.root, files)
 
     def run(self, run: Any, state: dict[str, Any]) -> dict[str, Any]:
         target = state.get("path")

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from conftest import KEYWORD_ONLY_ENV
 from pipelines.test_auto_resource_images import notes_written, open_workspace, png, write
 from pipelines.test_proactive_support import CURSOR, NOTE, TOPICS, Workspace, daily, event, new
+from pydantic import ValidationError
 
 from reme_core.api import topic_id
 from reme_core.cli import cli
@@ -207,3 +208,35 @@ def test_the_cli_says_what_goes_with_the_note_and_what_is_rewritten(
     done = run("forget", GONE, "--purge", "--yes")
     assert f"rewritten {TOPICS}:" in done and f"{T_ONLY}: dropped" in done
     assert grep(ws.root, TOKEN) == []
+
+
+def test_a_kept_source_is_not_noted_again_until_it_changes(root: Path) -> None:
+    with open_workspace(root) as reme:
+        write(root, IMAGE, png())
+        [done] = reme.run("auto_resource").outputs["notes"]
+        note = done["note"]
+        dry = forget(reme, path=note, purge=True, keep_sources=True, dry_run=True)
+        assert dry["purged_with"] == {} and dry["kept_sources"] == {IMAGE: note}
+
+        report = forget(reme, path=note, purge=True, keep_sources=True, confirm=True)
+
+        assert report["removed"]["files"] == [note] and report["kept_sources"] == {IMAGE: note}
+        assert ".reme/auto_resource/forgotten.json" in report["removed"]["state"]
+        assert report["remaining"] == [], report
+        assert (root / IMAGE).exists() and not (root / note).exists()
+        calls = len(reme.llm.calls)
+        again = reme.run("auto_resource").outputs
+        assert again["notes"] == [] and [s["path"] for s in again["skipped"]] == [IMAGE]
+        assert notes_written(root) == [] and len(reme.llm.calls) == calls
+        write(root, IMAGE, png("NEW SIGN"))  # new bytes: a new file, noted as any other
+        [made] = reme.run("auto_resource").outputs["notes"]
+        assert made["action"] == "created" and made["resource"] == IMAGE
+
+
+def test_keep_sources_goes_with_purge_only(root: Path) -> None:
+    with open_workspace(root) as reme:
+        write(root, IMAGE, png())
+        [done] = reme.run("auto_resource").outputs["notes"]
+        with pytest.raises(ValidationError, match="keep_sources goes with purge"):
+            forget(reme, path=done["note"], keep_sources=True)
+        assert (root / done["note"]).exists()
