@@ -6,7 +6,11 @@ derived from it: the file, its chunks, keyword rows, vectors, links and tags (th
 removal), its cached embeddings, the review proposals that mention it, the journal's lines about
 it and every version of it in the history (rewritten: ``workspace.history_purge``); then the
 keyword index and vector store are compacted and every SQLite file under ``.reme/`` rewritten,
-so no deleted row's bytes remain. The report says what went, and ``remaining`` is the proof:
+so no deleted row's bytes remain. Files a pipeline keeps beside the notes lose the note too
+(``Step.forget_in_workspace``: the proactive topics, as one history entry, their past versions
+holding it taken out of the history), and files that go with a note are purged with it
+(``Step.purged_with``: a resource note's source) or, with ``keep_sources``, kept and recorded so
+the step leaves them (``Step.forget_kept``). The report says what went, and ``remaining`` is the proof:
 the files (under ``.reme/``, the workspace, and the history's objects) that still hold any trace
 of the note, read byte by byte afterwards; empty when nothing does. A trace (``proof_needles``) is
 its path with and without ``.md``, its longer lines and distinctive words (a code, an id: letters
