@@ -31,7 +31,10 @@ from reme_core.cli.options import config_file_option, emit, locate_workspace, ov
 @click.option("--dry-run", is_flag=True, help="Print what would change; change nothing.")
 @click.option("--remove", is_flag=True, help="Put back what was there before and revoke the token.")
 @click.option(
-    "--list", "list_hosts", is_flag=True, help="The hosts reme knows, found and connected."
+    "--list",
+    "list_hosts",
+    is_flag=True,
+    help="The hosts reme knows: found (the program on PATH), config folder, connected.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @config_file_option
@@ -85,10 +88,13 @@ def integrate_command(
 def _list_lines(rows: list[dict[str, Any]]) -> str:
     lines = []
     for row in rows:
-        found = "found" if row["found"] else "not found"
-        where = row.get("program") or row.get("config_dir", "")
+        found = f"found ({row['program']})" if row["found"] else "not found"
+        folder = "" if row["config_dir_present"] else " (absent)"
         connected = ", ".join(row["connected"]) or "no"
-        lines.append(f"{row['host']:<12}  {found} ({where})  connected: {connected}")
+        lines.append(
+            f"{row['host']:<12}  {found}  config: {row['config_dir']}{folder}  "
+            f"connected: {connected}"
+        )
     return "\n".join(lines)
 
 

@@ -3,9 +3,10 @@
 Connecting creates a ``write`` token bound to the workspace (never the admin token), backs up
 every file it is about to change under ``.reme/integrations/backups/``, applies the host's ops
 and keeps a record (``.reme/integrations/<host>-<scope>.json``, mode 0600) of each file: whether
-it existed, its backup, and the hash of what reme wrote. ``remove`` puts a file reme last wrote
-back byte for byte (or deletes it when it did not exist); a file edited since loses only reme's
-keys. A rerun reads the token's secret back from the host's files: when it still verifies and
+it existed, its backup, and the hash of what reme wrote, and of each folder it created for them.
+``remove`` puts a file reme last wrote back byte for byte (or deletes it when it did not exist);
+a file edited since loses only reme's keys; a folder reme created goes when nothing else is in it
+(one the user put files in since stays). A rerun reads the token's secret back from the host's files: when it still verifies and
 the files already hold everything, nothing changes ("already connected").
 """
 
@@ -15,6 +16,7 @@ import contextlib
 import hashlib
 import json
 import re
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -42,6 +44,7 @@ PLACEHOLDER = "reme_" + "0" * 43
 """Stands for the secret a dry run would create (printed masked like any other)."""
 _SECRET = re.compile(r"reme_[A-Za-z0-9_-]{20,}")
 _ANY_ADDRESS = ("0.0.0.0", "::", "")
+DELETED = "(removed: it did not exist before)"
 
 
 class NoTokenStoreError(ConfigError):
@@ -135,6 +138,8 @@ def remove(
     changes: list[dict[str, Any]] = []
     for entry in record["files"]:
         changes.extend(_restore(entry, record["ops"], dry_run))
+    gone = {c["file"] for c in changes if c["new"] == DELETED}
+    changes.extend(_remove_folders(record.get("created_dirs", []), gone, dry_run))
     report |= {"token": record["token"], "changes": changes}
     if dry_run:
         return report | {"status": "would remove"}
@@ -207,9 +212,11 @@ def _write(
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     backups = record_file.parent / "backups"
     entries = {e["path"]: e for e in (record or {}).get("files", [])}
+    created: list[str] = list((record or {}).get("created_dirs", []))
     for path, file in files.items():
         if not file.changes:
             continue
+        created += [d for d in _missing_folders(path) if d not in created]
         entry = entries.get(str(path))
         if entry is None:  # the first time reme changes this file: keep what was there
             backup = None
@@ -229,6 +236,7 @@ def _write(
         "token": token_id,
         "created": (record or {}).get("created") or stamp,
         "files": list(entries.values()),
+        "created_dirs": created,
         "ops": [_op_record(op, files[op.path]) for op in ops],
     }
     if record:  # what reme set on the first run is what a surgical undo must put back
@@ -271,7 +279,7 @@ def _restore(
                     "file": str(path),
                     "key": "",
                     "old": "(written by reme)",
-                    "new": "(removed: it did not exist before)",
+                    "new": DELETED,
                 }
             ]
         if not dry_run:
@@ -301,6 +309,54 @@ def _restore(
     return [
         {"file": str(path), "key": k, "old": "(set by reme)", "new": "(taken out)"} for k in removed
     ]
+
+
+def _missing_folders(path: Path) -> list[str]:
+    """The folders above ``path`` that do not exist yet, deepest first: writing it creates them."""
+    missing: list[str] = []
+    folder = path.parent
+    while not folder.exists() and folder.parent != folder:
+        missing.append(str(folder))
+        folder = folder.parent
+    return missing
+
+
+def _remove_folders(folders: list[str], gone: set[str], dry_run: bool) -> list[dict[str, Any]]:
+    """Remove each folder reme created that holds nothing but what this remove takes away
+    (``gone``: the files it deletes; with ``dry_run`` they are still there), deepest first."""
+    changes: list[dict[str, Any]] = []
+    removed: set[str] = set()
+    for name in sorted(folders, key=lambda f: len(Path(f).parts), reverse=True):
+        folder = Path(name)
+        if not folder.is_dir():
+            continue  # removed by hand already
+        left = [
+            p
+            for p in folder.iterdir()
+            if str(p) not in gone | removed and not _own_bytecode(p, gone)
+        ]
+        change = {"file": name, "key": "", "old": "(folder created by reme)"}
+        if left:
+            changes.append(change | {"new": "(kept: it holds files reme did not write)"})
+            continue
+        if not dry_run:
+            shutil.rmtree(folder)  # only reme's files' bytecode is left in it
+        removed.add(name)
+        changes.append(change | {"new": "(removed: it did not exist before)"})
+    return changes
+
+
+def _own_bytecode(path: Path, gone: set[str]) -> bool:
+    """``path`` is a ``__pycache__`` holding only the compiled form of files in ``gone`` (the
+    host imported the plugin reme wrote)."""
+    if path.name != "__pycache__" or not path.is_dir():
+        return False
+    return all(
+        p.is_file()
+        and p.suffix == ".pyc"
+        and str(path.parent / (p.name.split(".", 1)[0] + ".py")) in gone
+        for p in path.iterdir()
+    )
 
 
 def _revoke(ws: Workspace, token_id: str) -> None:

@@ -28,10 +28,12 @@ def path_from_env(name: str) -> Path | None:
 
 
 def detect_host(program: str, folder: Path) -> dict[str, Any]:
-    """``Host.detect``: the host is found when ``program`` is on PATH or ``folder`` exists."""
+    """``Host.detect``: the host is found when ``program`` is on PATH. Its config folder alone
+    does not count (``--remove`` may leave one behind that the user filled, and a copied home
+    holds folders of programs this machine lacks); ``config_dir_present`` says it apart."""
     found = shutil.which(program)
     return {
-        "found": found is not None or folder.is_dir(),
+        "found": found is not None,
         "program": found,
         "config_dir": str(folder),
         "config_dir_present": folder.is_dir(),

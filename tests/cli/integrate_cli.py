@@ -44,3 +44,18 @@ def snapshot(folder: Path) -> dict[str, bytes]:
 def tokens(workspace: Path) -> dict[str, str]:
     """The workspace's tokens: id to profile."""
     return {t.id: t.profile for t in TokenStore(workspace / ".reme").list_tokens()}
+
+
+def listed(workspace: Path, host: str) -> dict:
+    """``reme integrate --list --json``'s row for ``host``."""
+    result = run("integrate", "--list", "-w", str(workspace), "--json")
+    assert result.exit_code == 0, result.output
+    (row,) = [r for r in json.loads(result.output) if r["host"] == host]
+    return row
+
+
+def list_line(workspace: Path, host: str) -> str:
+    """``reme integrate --list``'s line for ``host``."""
+    lines = run("integrate", "--list", "-w", str(workspace)).output.splitlines()
+    (line,) = [line for line in lines if line.split()[0] == host]
+    return line

@@ -5,13 +5,14 @@ puts every file back byte for byte and revokes the token."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from reme_core.server.auth import TokenStore
 from tests.cli import integrate_cli
-from tests.cli.integrate_cli import run, served_workspace, snapshot, tokens
+from tests.cli.integrate_cli import list_line, listed, run, served_workspace, snapshot, tokens
 
 SETTINGS = '{\n    "theme": "dark",\n    "env": {"FOO": "1"},\n    "hooks": {"Stop": []}\n}\n'
 """A settings.json the user had: other keys, four-space indent, a compact inner object."""
@@ -132,15 +133,35 @@ def test_claude_config_dir_and_project_scope(
     )
 
 
-def test_list_shows_hosts_found_and_connected(home: Path, workspace: Path) -> None:
-    result = run("integrate", "--list", "-w", str(workspace), "--json")
-    (row,) = [r for r in json.loads(result.output) if r["host"] == "claude-code"]
-    assert row["connected"] == []
+def test_list_shows_hosts_found_and_connected(
+    home: Path, workspace: Path, host_path: Callable[[str], Path]
+) -> None:
+    row = listed(workspace, "claude-code")
+    assert not row["found"] and row["connected"] == [] and not row["config_dir_present"]
     integrate(workspace)
-    result = run("integrate", "--list", "-w", str(workspace), "--json")
-    (row,) = [r for r in json.loads(result.output) if r["host"] == "claude-code"]
-    assert row["found"] and row["config_dir_present"] and row["connected"] == ["user"]
-    assert "connected: user" in run("integrate", "--list", "-w", str(workspace)).output
+    row = listed(workspace, "claude-code")  # its folder alone is not the program
+    assert not row["found"] and row["config_dir_present"] and row["connected"] == ["user"]
+    claude = host_path("claude")
+    row = listed(workspace, "claude-code")
+    assert row["found"] and row["program"] == str(claude) and row["connected"] == ["user"]
+    line = list_line(workspace, "claude-code")
+    assert f"found ({claude})" in line and "connected: user" in line
+    integrate(workspace, "--remove")
+    row = listed(workspace, "claude-code")
+    assert row["found"] and not row["config_dir_present"] and row["connected"] == []
+
+
+def test_remove_deletes_the_folders_it_created(home: Path, workspace: Path) -> None:
+    integrate(workspace)
+    assert (home / ".claude/settings.json").is_file()
+    removed = integrate(workspace, "--remove")
+    assert not (home / ".claude").exists() and snapshot(home) == {}
+    assert {
+        "file": str(home / ".claude"),
+        "key": "",
+        "old": "(folder created by reme)",
+        "new": "(removed: it did not exist before)",
+    } in removed["changes"]
 
 
 def test_unknown_host_lists_the_known_ones(workspace: Path) -> None:

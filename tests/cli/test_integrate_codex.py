@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ import pytest
 from reme_core.integrate.codex import NOTIFY_SCRIPT
 from reme_core.server.auth import TokenStore
 from tests.cli import integrate_cli
-from tests.cli.integrate_cli import run, served_workspace, snapshot, tokens
+from tests.cli.integrate_cli import list_line, listed, run, served_workspace, snapshot, tokens
 
 CONFIG = """\
 # my codex settings
@@ -142,8 +143,20 @@ def test_remove_restores_byte_for_byte_and_revokes_the_token(
 def test_a_fresh_codex_home_is_created_and_removed(codex_home: Path, workspace: Path) -> None:
     integrate(workspace)
     assert set(config(codex_home)) == {"mcp_servers", "notify"}
+    dry = integrate(workspace, "--remove", "--dry-run")
+    assert codex_home.is_dir() and {c["file"] for c in dry["changes"]} >= {str(codex_home)}
     integrate(workspace, "--remove")
-    assert snapshot(codex_home) == {}
+    assert not codex_home.exists()  # the folder reme made goes too
+
+
+def test_a_created_folder_the_user_filled_is_kept(codex_home: Path, workspace: Path) -> None:
+    integrate(workspace)
+    (codex_home / "sessions").mkdir()
+    (codex_home / "sessions" / "rollout-1.jsonl").write_text("{}\n", "utf-8")
+    removed = integrate(workspace, "--remove")
+    assert snapshot(codex_home) == {"sessions/rollout-1.jsonl": b"{}\n"}
+    (kept,) = [c for c in removed["changes"] if c["file"] == str(codex_home)]
+    assert kept["new"].startswith("(kept")
 
 
 def test_remove_after_an_edit_takes_out_only_reme_keys(codex_home: Path, workspace: Path) -> None:
@@ -185,16 +198,22 @@ def test_project_scope_is_refused(codex_home: Path, workspace: Path) -> None:
     assert not codex_home.exists()
 
 
-def test_list_shows_codex_found_and_connected(codex_home: Path, workspace: Path) -> None:
-    def row() -> dict:
-        listed = json.loads(run("integrate", "--list", "-w", str(workspace), "--json").output)
-        return next(r for r in listed if r["host"] == "codex")
-
-    assert row()["connected"] == [] and row()["config_dir"] == str(codex_home)
+def test_list_shows_codex_found_and_connected(
+    codex_home: Path, workspace: Path, host_path: Callable[[str], Path]
+) -> None:
+    row = listed(workspace, "codex")
+    assert not row["found"] and row["connected"] == [] and row["config_dir"] == str(codex_home)
     integrate(workspace)
-    assert row()["found"] and row()["connected"] == ["user"]
-    lines = run("integrate", "--list", "-w", str(workspace)).output.splitlines()
-    assert any(line.startswith("codex") and "connected: user" in line for line in lines)
+    row = listed(workspace, "codex")  # $CODEX_HOME alone is not codex
+    assert not row["found"] and row["config_dir_present"] and row["connected"] == ["user"]
+    assert "not found" in list_line(workspace, "codex")
+    codex = host_path("codex")
+    assert listed(workspace, "codex")["program"] == str(codex)
+    line = list_line(workspace, "codex")
+    assert f"found ({codex})" in line and "connected: user" in line
+    integrate(workspace, "--remove")
+    row = listed(workspace, "codex")
+    assert row["found"] and not row["config_dir_present"] and row["connected"] == []
 
 
 def test_the_text_report_masks_the_secret(codex_home: Path, workspace: Path) -> None:

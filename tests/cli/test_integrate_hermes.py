@@ -8,6 +8,7 @@ is tests/integrations/test_hermes_host.py.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from ruamel.yaml import YAML
 from reme_core.integrate.hermes import PACKAGE_DIR
 from reme_core.server.auth import TokenStore
 from tests.cli import integrate_cli
-from tests.cli.integrate_cli import run, served_workspace, snapshot, tokens
+from tests.cli.integrate_cli import list_line, listed, run, served_workspace, snapshot, tokens
 
 CONFIG = """\
 # my hermes settings
@@ -112,3 +113,40 @@ def test_a_config_it_cannot_read_is_refused_and_nothing_changes(
     result = run("integrate", "hermes", "-w", str(workspace))
     assert result.exit_code != 0 and "is not valid YAML" in result.output
     assert snapshot(hermes_home) == before
+
+
+def test_a_fresh_hermes_home_is_created_and_removed(hermes_home: Path, workspace: Path) -> None:
+    integrate(workspace)
+    cache = hermes_home / "plugins" / "reme" / "__pycache__"
+    cache.mkdir()  # Hermes imported the plugin reme wrote
+    (cache / "__init__.cpython-312.pyc").write_bytes(b"\0")
+    integrate(workspace, "--remove")
+    assert not hermes_home.exists()
+
+
+def test_a_created_folder_the_user_filled_is_kept(hermes_home: Path, workspace: Path) -> None:
+    integrate(workspace)
+    (hermes_home / "plugins" / "mine").mkdir()
+    (hermes_home / "plugins" / "mine" / "plugin.yaml").write_text("name: mine\n", "utf-8")
+    integrate(workspace, "--remove")
+    assert snapshot(hermes_home) == {"plugins/mine/plugin.yaml": b"name: mine\n"}
+    assert not (hermes_home / "plugins" / "reme").exists()
+
+
+def test_list_shows_hermes_found_and_connected(
+    hermes_home: Path, workspace: Path, host_path: Callable[[str], Path]
+) -> None:
+    row = listed(workspace, "hermes")
+    assert not row["found"] and row["connected"] == [] and row["config_dir"] == str(hermes_home)
+    integrate(workspace)
+    row = listed(workspace, "hermes")  # $HERMES_HOME alone is not Hermes
+    assert not row["found"] and row["config_dir_present"] and row["connected"] == ["user"]
+    hermes = host_path("hermes")
+    row = listed(workspace, "hermes")
+    assert row["found"] and row["program"] == str(hermes) and row["connected"] == ["user"]
+    line = list_line(workspace, "hermes")
+    assert f"found ({hermes})" in line and "connected: user" in line
+    integrate(workspace, "--remove")
+    row = listed(workspace, "hermes")
+    assert row["found"] and not row["config_dir_present"] and row["connected"] == []
+    assert "connected: no" in list_line(workspace, "hermes")

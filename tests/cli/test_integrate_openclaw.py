@@ -9,13 +9,14 @@ this writes is tests/integrations/test_openclaw_host.py.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from reme_core.server.auth import TokenStore
 from tests.cli import integrate_cli
-from tests.cli.integrate_cli import run, served_workspace, snapshot, tokens
+from tests.cli.integrate_cli import list_line, listed, run, served_workspace, snapshot, tokens
 
 CONFIG = {
     "agents": {"defaults": {"model": {"primary": "openai/gpt-5.4"}}},
@@ -120,3 +121,31 @@ def test_an_unbuilt_plugin_is_refused_with_the_build_command(
     result = run("integrate", "openclaw", "-w", str(workspace))
     assert result.exit_code != 0 and "npm ci && npm run build" in result.output
     assert not state.exists()
+
+
+def test_a_fresh_state_dir_is_created_and_removed(
+    state: Path, plugin: Path, workspace: Path
+) -> None:
+    integrate(workspace)
+    assert (state / "openclaw.json").is_file() and (state / ".env").is_file()
+    integrate(workspace, "--remove")
+    assert not state.exists()
+
+
+def test_list_shows_openclaw_found_and_connected(
+    state: Path, plugin: Path, workspace: Path, host_path: Callable[[str], Path]
+) -> None:
+    row = listed(workspace, "openclaw")
+    assert not row["found"] and row["connected"] == [] and row["config_dir"] == str(state)
+    integrate(workspace)
+    row = listed(workspace, "openclaw")  # its state dir alone is not OpenClaw
+    assert not row["found"] and row["config_dir_present"] and row["connected"] == ["user"]
+    openclaw = host_path("openclaw")
+    row = listed(workspace, "openclaw")
+    assert row["found"] and row["program"] == str(openclaw) and row["connected"] == ["user"]
+    line = list_line(workspace, "openclaw")
+    assert f"found ({openclaw})" in line and "connected: user" in line
+    integrate(workspace, "--remove")
+    row = listed(workspace, "openclaw")
+    assert row["found"] and not row["config_dir_present"] and row["connected"] == []
+    assert "connected: no" in list_line(workspace, "openclaw")
