@@ -3,7 +3,8 @@ python of the AgentScope venv (``python agentscope_agent.py '<json spec>'``).
 
 The spec names the model endpoint (``model_url``, an OpenAI-compatible server), the memory
 (``workspace`` for embedded reme, or ``url`` + ``token`` for ``reme serve``), the ``question``
-and whether the model streams. The agent is ``agentscope.agent.Agent`` (2.x's ReAct agent) with
+and whether the model streams; ``spool``, where the memory keeps turns reme did not take;
+``state_in`` / ``state_out``, an AgentState JSON file to resume a session from / save it to. The agent is ``agentscope.agent.Agent`` (2.x's ReAct agent) with
 an ``OpenAIChatModel`` and ``RemeLongTermMemory`` as middleware and toolkit. Prints one JSON
 line: the final answer's text, the tools the agent had, and the agent's session id.
 """
@@ -13,21 +14,20 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from pathlib import Path
 
 from agentscope.agent import Agent
 from agentscope.credential import OpenAICredential
 from agentscope.message import Msg, TextBlock
 from agentscope.model import OpenAIChatModel
+from agentscope.state import AgentState
 from agentscope.tool import Toolkit
 from reme_agentscope import RemeLongTermMemory
 
 
 async def main(spec: dict) -> dict:
-    memory = (
-        RemeLongTermMemory(workspace=spec["workspace"])
-        if spec.get("workspace")
-        else RemeLongTermMemory(url=spec["url"], token=spec["token"])
-    )
+    where = {"workspace": spec["workspace"]} if spec.get("workspace") else {"url": spec["url"]}
+    memory = RemeLongTermMemory(**where, token=spec.get("token"), spool=spec.get("spool"))
     model = OpenAIChatModel(
         credential=OpenAICredential(api_key="sk-scripted-dummy", base_url=spec["model_url"]),
         model="gpt-scripted",
@@ -35,7 +35,10 @@ async def main(spec: dict) -> dict:
         max_retries=0,
     )
     tools = memory.list_tools()
+    state_in = spec.get("state_in")
+    state = AgentState.model_validate_json(Path(state_in).read_text()) if state_in else None
     agent = Agent(
+        state=state,
         name="assistant",
         system_prompt="You are a helpful assistant.",
         model=model,
@@ -48,6 +51,8 @@ async def main(spec: dict) -> dict:
         )
     finally:
         await memory.close()
+    if spec.get("state_out"):
+        Path(spec["state_out"]).write_text(agent.state.model_dump_json())
     return {
         "answer": reply.get_text_content() or "",
         "tools": [t.name for t in tools],

@@ -10,8 +10,12 @@ scenario runs in a subprocess with that venv's python, offline:
   ``RemeLongTermMemory`` as its middleware and tools (agentscope_agent.py): the scripted model
   calls ``retrieve_from_memory``, whose answer only the workspace holds, then answers with it;
   the reply is recorded under ``sessions/`` and ``daily/``. Once embedded (reme in the agent's
-  process), once over HTTP to ``reme serve`` with a write token (the server log shows the calls),
-  and once with a wrong token (the agent still answers; capture logs one line);
+  process), once over HTTP to ``reme serve`` with a write token (the server log shows the calls);
+- a session resumed from its saved ``AgentState`` captures only its new turns (the question said
+  again is a second turn, the first session's turns are not written twice);
+- faults lose no turn: a wrong token, reme down and a read-only token each give one log line and
+  the agent still answers; the turns wait in the memory's spool, and the next capture with a write
+  token saves all of them;
 - ``reme_agentscope.ReMeLight`` driven as an agent drives ReMe's (agentscope_light.py), and its
   signatures checked against ReMe's (remelight_signatures.json, from reme-ai 0.3.1.10: the
   installed reme-ai 0.4.2.0 has no ReMeLight any more).
@@ -90,7 +94,8 @@ def run_in_venv(python: Path, script: str, arg: str, env: dict[str, str]) -> dic
 
 
 def ask_agent(python: Path, memory: dict[str, str]) -> tuple[dict[str, Any], Script]:
-    """The agent answers QUESTION with ``memory`` (``workspace`` or ``url`` + ``token``)."""
+    """The agent answers QUESTION with ``memory`` (``workspace`` or ``url`` + ``token``, a
+    ``spool`` folder; ``state_in`` / ``state_out`` to resume and save the agent's session)."""
     script = Script(tool=TOOL, arguments={"keywords": ["larkspur", "kiln", "key"]})
     with ScriptedServer(script) as model:
         spec = {"model_url": f"{model.url}/v1", "question": QUESTION, "stream": True, **memory}
@@ -156,17 +161,104 @@ def test_agent_recalls_and_records_over_http_with_the_token(
     assert '"POST /api/v1/auto_memory HTTP/1.1" 200' in server_log, server_log[-3000:]
 
 
-def test_agent_with_a_wrong_token_still_answers(agentscope_python: Path, served: Served) -> None:
-    """reme refuses both calls: the tool answers with the error, the model still gets a turn,
-    capture logs one warning, and nothing is written."""
-    before = sorted((served.workspace / "sessions").glob("*.jsonl"))
-    result, script = ask_agent(agentscope_python, {"url": served.url, "token": "reme_wrong"})
-    outputs = script.tool_outputs()
-    assert outputs and "HTTP 401" in outputs[-1], outputs
-    assert result["answer"].startswith("From the workspace: Error: memory search failed")
-    warnings = [line for line in result["_stderr"].splitlines() if "reme capture skipped" in line]
-    assert len(warnings) == 1 and "HTTP 401" in warnings[0], result["_stderr"][-2000:]
-    assert sorted((served.workspace / "sessions").glob("*.jsonl")) == before
+def saved_turns(workspace: Path, session_id: str) -> list[dict[str, Any]]:
+    path = workspace / "sessions" / f"agentscope-{session_id}.jsonl"
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def spooled(spool: Path) -> dict[str, list[str]]:
+    """The user turns waiting in the memory's spool, by session."""
+    out: dict[str, list[str]] = {}
+    for path in sorted(spool.glob("*.json")):
+        kept = json.loads(path.read_text(encoding="utf-8"))
+        out[kept["session_id"]] = [m["content"] for m in kept["messages"] if m["role"] == "user"]
+    return out
+
+
+def capture_warnings(result: dict[str, Any]) -> list[str]:
+    return [line for line in result["_stderr"].splitlines() if "reme capture" in line]
+
+
+def test_a_resumed_session_captures_only_its_new_turns(
+    agentscope_python: Path, tmp_path: Path
+) -> None:
+    """The second session resumes the first (its saved AgentState, context included) and is
+    asked the same question again: the transcript keeps the first session's lines as they were
+    and gains only the second's turns; the question said twice is two turns."""
+    workspace = hosts.one_note_workspace(tmp_path / "ws", FACT)
+    state = tmp_path / "state.json"
+    memory = {"workspace": str(workspace), "spool": str(tmp_path / "spool")}
+    first, script = ask_agent(agentscope_python, {**memory, "state_out": str(state)})
+    assert_recalled(first, script)
+    assert_captured(workspace, first["session_id"])
+    path = workspace / "sessions" / f"agentscope-{first['session_id']}.jsonl"
+    before = path.read_text(encoding="utf-8").splitlines()
+    second, _ = ask_agent(agentscope_python, {**memory, "state_in": str(state)})
+    assert second["session_id"] == first["session_id"], second["_context"]
+    assert TOKEN_OF_FACT in second["answer"], second["_context"]
+    after = path.read_text(encoding="utf-8").splitlines()
+    assert after[: len(before)] == before  # the first session's lines, untouched
+    added = [json.loads(line) for line in after[len(before) :]]
+    assert [t["role"] for t in added] == ["user", "assistant"], added
+    assert added[0]["content"] == QUESTION and TOKEN_OF_FACT in added[1]["content"], added
+    users = [
+        t["content"] for t in saved_turns(workspace, first["session_id"]) if t["role"] == "user"
+    ]
+    assert users == [QUESTION, QUESTION]
+    assert capture_warnings(first) == capture_warnings(second) == []
+    assert not list((tmp_path / "spool").glob("*.json"))
+
+
+def test_faults_never_fail_the_agent_and_lose_no_turn(
+    agentscope_python: Path, served: Served, tmp_path: Path
+) -> None:
+    """A wrong token, reme down, then a read-only token: each time the agent answers, capture
+    logs one line and the turn waits in the spool; the next capture with a write token saves
+    every kept session, each turn once, and empties the spool."""
+    spool = tmp_path / "spool"
+    sessions = served.workspace / "sessions"
+    before = sorted(sessions.glob("*.jsonl"))
+    read_only = hosts.new_token(served.workspace, clean_env(REME_TIMEZONE="UTC"), "read")
+    faults = [
+        ({"url": served.url, "token": "reme_wrong"}, "HTTP 401"),
+        ({"url": hosts.closed_port_url(), "token": served.token}, "cannot reach reme"),
+        ({"url": served.url, "token": read_only}, "HTTP 403"),
+    ]
+    kept: list[str] = []
+    for memory, reason in faults:
+        result, script = ask_agent(agentscope_python, {**memory, "spool": str(spool)})
+        context = result["_context"]
+        if memory["token"] == read_only:
+            assert_recalled(result, script)  # a read token may search
+        else:
+            assert result["answer"].startswith("From the workspace: Error: memory search failed")
+            assert reason in script.tool_outputs()[-1], script.tool_outputs()
+        warnings = capture_warnings(result)
+        assert len(warnings) == 1, context
+        assert reason in warnings[0] and "kept in" in warnings[0], warnings[0]
+        assert "reme capture skipped" in warnings[0], warnings[0]
+        kept.append(f"agentscope-{result['session_id']}")
+        assert spooled(spool) == {session: [QUESTION] for session in kept}, context
+        assert sorted(sessions.glob("*.jsonl")) == before  # nothing reached the workspace
+    last, script = ask_agent(
+        agentscope_python, {"url": served.url, "token": served.token, "spool": str(spool)}
+    )
+    assert_recalled(last, script)
+    assert capture_warnings(last) == [], last["_context"]
+    assert spooled(spool) == {}
+    for session in [*kept, f"agentscope-{last['session_id']}"]:
+        turns = saved_turns(served.workspace, session.removeprefix("agentscope-"))
+        assert [t["content"] for t in turns if t["role"] == "user"] == [QUESTION], session
+        assert TOKEN_OF_FACT in turns[-1]["content"] or "Error" in turns[-1]["content"], turns
+        notes = [
+            n
+            for n in (served.workspace / "daily").glob("*/*.md")
+            if parse_frontmatter(n.read_text(encoding="utf-8"))[0].get("source")
+            == f"[[sessions/{session}.jsonl]]"
+        ]
+        assert len(notes) == 1, session
 
 
 def test_remelight_manager_in_an_agentscope_venv(agentscope_python: Path, tmp_path: Path) -> None:

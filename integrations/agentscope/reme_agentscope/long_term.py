@@ -15,7 +15,9 @@ Recording is reme's ``auto_memory``: the turns are saved to ``sessions/<session_
 the session's note under ``daily/<date>/`` links to it (summarised when reme has a model).
 Storage is a workspace in this process (``workspace=``) or a running ``reme serve``
 (``url=``, ``token=``; recording needs a write token). A failing store never fails the agent:
-the tool answers with the error line, and capture logs one warning.
+the tool answers with the error line, and capture logs one warning and keeps the turns reme did
+not take in a spool folder (spool.py), sent first by the next capture of any session. Each turn
+carries its message id, so a message said twice is two turns and one sent again is one.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from agentscope.middleware import MiddlewareBase
 from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.tool import FunctionTool, ToolChunk
 
-from reme_agentscope.messages import flatten, transcript, without_hints
+from reme_agentscope.messages import flatten, turns, without_hints
+from reme_agentscope.spool import LOCK, Spool, default_spool
 from reme_agentscope.store import EmbeddedStore, HttpStore, Store, StoreError
 from reme_core.api import format_hits
 
@@ -64,6 +67,7 @@ class RemeLongTermMemory(MiddlewareBase):
         min_score: float = 0.0,
         capture: bool = True,
         overrides: tuple[str, ...] = (),
+        spool: str | Path | None = None,
     ):
         if (workspace is None) == (url is None):
             raise ValueError("give exactly one of workspace= (embedded) or url= (reme serve)")
@@ -74,6 +78,8 @@ class RemeLongTermMemory(MiddlewareBase):
         self.store: Store = (
             EmbeddedStore(workspace, overrides) if workspace is not None else HttpStore(url, token)  # type: ignore[arg-type]
         )
+        target = str(self.store.workspace) if isinstance(self.store, EmbeddedStore) else url
+        self.spool = Spool(spool if spool is not None else default_spool(str(target)))
         self.session_id = session_id
         self.limit = int(limit)
         self.min_score = float(min_score)
@@ -82,13 +88,46 @@ class RemeLongTermMemory(MiddlewareBase):
     # -- the 1.x long-term memory API ------------------------------------------------------------
 
     async def record(self, msgs: Msg | list[Msg] | None, session_id: str | None = None) -> dict:
-        """Save messages through auto_memory; returns its outputs (transcript, notes)."""
+        """Save messages through auto_memory, after the turns kept from captures reme did not
+        take; returns the outputs for this session (transcript, notes). When reme cannot take
+        them, StoreError, and the turns not taken are kept in the spool for the next call."""
         batch = [] if msgs is None else [msgs] if isinstance(msgs, Msg) else list(msgs)
-        turns = transcript(flatten(without_hints(batch)).dicts)
-        if not turns:
-            return {}
-        session = self._session(session_id)
-        return await asyncio.to_thread(self.store.record, session, turns)
+        new = turns(flatten(without_hints(batch)))
+        return await asyncio.to_thread(self._send, self._session(session_id) if new else None, new)
+
+    def _send(self, session: str | None, new: list[dict]) -> dict:
+        with LOCK:
+            waiting = self.spool.waiting()
+            own = [t for p in waiting if p["session_id"] == session for t in p["messages"]]
+            calls = [p for p in waiting if p["session_id"] != session]
+            if session is not None:
+                calls.append(
+                    {"session_id": session, "messages": own + [t for t in new if t not in own]}
+                )
+            outputs: dict = {}
+            for n, payload in enumerate(calls):
+                try:
+                    done = self.store.record(payload["session_id"], payload["messages"])
+                except StoreError as exc:
+                    if not exc.retry:  # reme will never take these: keeping them would jam
+                        self.spool.forget(payload["session_id"])
+                        log.warning(
+                            "reme capture: %s; %d turn(s) of %s refused as bad input, not kept",
+                            exc,
+                            len(payload["messages"]),
+                            payload["session_id"],
+                        )
+                        continue
+                    for later in calls[n:]:
+                        self.spool.keep(later)
+                    kept = sum(len(p["messages"]) for p in calls[n:])
+                    raise StoreError(
+                        f"{exc}; {kept} turn(s) kept in {self.spool.folder} for the next capture"
+                    ) from None
+                self.spool.forget(payload["session_id"])
+                if payload["session_id"] == session:
+                    outputs = dict(done)
+            return outputs
 
     async def retrieve(self, msg: Msg | list[Msg] | str, limit: int | None = None) -> str:
         """The workspace's hits for the text of ``msg``, as text with paths and lines."""
@@ -175,7 +214,7 @@ class RemeLongTermMemory(MiddlewareBase):
                     try:
                         await self.record(new, session_id=self.session_id or _agent_session(agent))
                     except StoreError as exc:  # capture must never fail the reply
-                        log.warning("reme capture skipped, turn not saved: %s", exc)
+                        log.warning("reme capture skipped: %s", exc)
 
     async def on_system_prompt(self, agent: Agent, current_prompt: str) -> str:
         return f"{current_prompt}\n\n{INSTRUCTIONS}"

@@ -12,6 +12,7 @@ already hold OpenAI-style messages use the same manager.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -234,6 +235,29 @@ def transcript(dicts: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         if text.strip() and role in {"user", "assistant", "system"}:
             out.append({"role": role, "content": text.strip()})
     return out
+
+
+def turns(flat: Flattened) -> list[dict[str, Any]]:
+    """``transcript`` of ``flat`` with each turn's ``id``: the message's id for its first dict,
+    ``<id>.<n>`` for the n-th after it (tool results, text after a call), so a message said twice
+    is two turns in reme and one sent again is still one. Chat dicts keep an ``id`` they have."""
+    out: list[dict[str, Any]] = []
+    for message, (start, stop) in zip(flat.messages, flat.groups, strict=True):
+        for offset, item in enumerate(flat.dicts[start:stop]):
+            for turn in transcript([item]):
+                if isinstance(message, Msg) and message.id:
+                    turn["id"] = _id(message.id if offset == 0 else f"{message.id}.{offset}")
+                elif isinstance(item.get("id"), str | int) and offset == 0:
+                    turn["id"] = _id(str(item["id"]))
+                out.append(turn)
+    return out
+
+
+def _id(ident: str) -> str:
+    """``ident``, or its sha256 when longer than reme takes (200 characters) or blank."""
+    if ident.strip() and len(ident) <= 200:
+        return ident
+    return hashlib.sha256(ident.encode("utf-8")).hexdigest()
 
 
 def _text(content: Any) -> str:

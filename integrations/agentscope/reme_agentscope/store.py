@@ -15,10 +15,18 @@ import httpx
 from reme_core.api import Reme, RemeError, SearchResponse, catch_up, init_workspace
 
 TOKEN_ENV = "REME_TOKEN"
+# Answers that say the request itself is wrong: sending it again can never succeed.
+BAD_INPUT = frozenset({400, 413, 422})
 
 
 class StoreError(RuntimeError):
-    """The memory store refused or could not be reached; the message is one line for a log."""
+    """The memory store refused or could not be reached; the message is one line for a log.
+    ``retry``: whether the same call may succeed later (reme down, a token refused), so turns
+    it carried are kept for the next capture; false when reme refused them as bad input."""
+
+    def __init__(self, message: str, *, retry: bool = True):
+        super().__init__(message)
+        self.retry = retry
 
 
 class Store(Protocol):
@@ -106,7 +114,10 @@ class HttpStore:
             return body
         error = body.get("error") if isinstance(body, dict) else None
         message = error.get("message") if isinstance(error, dict) else response.text[:200]
-        raise StoreError(f"reme {operation} answered HTTP {response.status_code}: {message}")
+        raise StoreError(
+            f"reme {operation} answered HTTP {response.status_code}: {message}",
+            retry=response.status_code not in BAD_INPUT,
+        )
 
     def search(self, query: str, limit: int, min_score: float) -> SearchResponse:
         body = self._call("search", {"query": query, "limit": limit, "min_score": min_score})
