@@ -13,7 +13,9 @@ Capture runs as a user sets it up: ``reme integrate codex`` writes the reme MCP 
 notify program into the temporary CODEX_HOME (the token into its .env, which codex loads), a
 ``reme serve`` with a write token's store reads that CODEX_HOME, and after ``codex exec`` the
 notify program's call has saved the session under ``sessions/`` with a ``daily/`` note linking
-back; ``codex exec resume`` adds one more turn, and only its lines are captured. Without node
+back; ``codex exec resume`` adds one more turn, and only its lines are captured. Faults: three
+sessions whose capture meets reme down, a wrong token and a read-only token each log one line in
+the notify log while codex answers, and the next session's capture saves all of them. Without node
 and npm the tests are skipped, unless REME_REQUIRE_HOSTS=1 (CI), where they fail.
 """
 
@@ -317,3 +319,81 @@ def test_codex_sessions_are_captured_as_reme_integrate_codex_sets_up(
         assert reme_integrate(workspace, user_env, "--remove")["status"] == "removed"
         assert (codex_home / "config.toml").read_text(encoding="utf-8") == base
         assert not (codex_home / ".env").exists()
+
+
+def set_env_token(env_file: Path, secret: str) -> None:
+    """Put ``secret`` in place of the REME_TOKEN that ``reme integrate`` wrote to ``.env``."""
+    lines = env_file.read_text(encoding="utf-8").splitlines()
+    assert any(line.startswith("REME_TOKEN=") for line in lines), lines
+    kept = [line for line in lines if not line.startswith("REME_TOKEN=")]
+    env_file.write_text("\n".join([*kept, f"REME_TOKEN={secret}"]) + "\n", encoding="utf-8")
+
+
+def test_codex_capture_faults_lose_no_turn(codex_bin: Path, tmp_path: Path) -> None:
+    """Capture meets reme down, a wrong token and a read-only token in three real ``codex exec``
+    sessions: each logs one clear line in the notify log while codex answers (exit 0), and the
+    next session's capture, with the good token again, saves all four sessions."""
+    codex_home, project = tmp_path / "codex_home", tmp_path / "project"
+    codex_home.mkdir()
+    project.mkdir()
+    shutil.copy(INTEGRATION / "AGENTS.md", project / "AGENTS.md")
+    workspace = hosts.one_note_workspace(tmp_path / "ws", FACT)
+    server_env = clean_env(**KEYWORD_ONLY_ENV, REME_TIMEZONE="UTC", CODEX_HOME=str(codex_home))
+    script = Script(tool=TOOL, namespace=NAMESPACE, arguments={"query": "larkspur kiln key"})
+    server_log = tmp_path / "server.log"
+    with (
+        ScriptedServer(script) as model,
+        hosts.reme_served(workspace, server_log, server_env, "read") as (server, read_token),
+    ):
+        (codex_home / "config.toml").write_text(CONFIG.format(model_url=model.url), "utf-8")
+        user_env = clean_env(CODEX_HOME=str(codex_home), HOME=str(tmp_path))
+        assert reme_integrate(workspace, user_env)["profile"] == "write"
+        config, env_file = codex_home / "config.toml", codex_home / ".env"
+        good_config, good_env = config.read_text("utf-8"), env_file.read_text("utf-8")
+        assert server["url"] in good_config, good_config
+        log = tmp_path / "notify.log"
+        env = codex_env(codex_home, tmp_path, REME_NOTIFY_LOG=str(log))
+        down = hosts.closed_port_url()
+        faults = [
+            ("down", f"cannot call {down}: ", "Connection refused"),
+            ("wrong", f"{server['url']} answered HTTP 401 (the token is wrong or revoked)", ""),
+            ("read", f"{server['url']} answered HTTP 403 (the token may not write here)", ""),
+        ]
+        threads: list[str] = []
+        for n, (fault, expected, also) in enumerate(faults, start=1):
+            config.write_text(good_config, "utf-8")
+            env_file.write_text(good_env, "utf-8")
+            if fault == "down":  # notify and MCP entries both name the stopped server's url
+                config.write_text(good_config.replace(server["url"], down), "utf-8")
+            else:
+                set_env_token(env_file, "reme_wrong_token" if fault == "wrong" else read_token)
+            last = tmp_path / f"last-{fault}.txt"
+            done, context = codex_exec(codex_bin, project, env, last, QUESTION)  # exit 0
+            assert last.read_text(encoding="utf-8").strip(), context  # codex still answered
+            threads.append(thread_id(done.stdout))
+            line = log_lines(log, n, context)[n - 1]
+            assert f" {threads[-1]}: {expected}" in line and also in line, (fault, line)
+            assert line.endswith("its turns wait in Codex's rollout for the next call"), line
+            assert not (workspace / "sessions" / f"{threads[-1]}.jsonl").exists(), fault
+        # The good token again: the next session's capture also retries the three kept ones.
+        config.write_text(good_config, "utf-8")
+        env_file.write_text(good_env, "utf-8")
+        done, context = codex_exec(codex_bin, project, env, tmp_path / "last-good.txt", QUESTION)
+        good = thread_id(done.stdout)
+        lines = log_lines(log, len(faults) + 4, context)[len(faults) :]
+        assert f" {good}: unsummarised daily/" in lines[0], lines
+        retried = {
+            t for t in threads for line in lines[1:] if f" {t}: (retried) unsummarised" in line
+        }
+        assert retried == set(threads), lines
+        for thread in [*threads, good]:
+            turns = saved(workspace, thread)
+            assert [t["role"] for t in turns] == ["user", "assistant"], (thread, turns)
+            assert turns[0]["content"] == QUESTION, turns
+            notes = [
+                p
+                for p in (workspace / "daily").rglob("*.md")
+                if f"[[sessions/{thread}.jsonl#L1]]" in p.read_text(encoding="utf-8")
+            ]
+            assert notes, f"no daily note links to {thread}'s turns"
+        assert not list((tmp_path / "notify.pending").iterdir())  # nothing is left waiting
