@@ -18,7 +18,7 @@ from reme_core.review import ReviewApi
 from reme_core.review.store import ProposalStore
 from reme_core.runtime import Reme
 from reme_core.service import forget as forget_module
-from reme_core.service.forget import proof_needles, traces
+from reme_core.service.forget_proof import proof_needles, traces
 from tests.service.test_forget import OTHER, OTHER_TEXT, SECRET, forget, reme
 
 __all__ = ["reme"]  # the fixture, shared
