@@ -3,7 +3,9 @@
 Fenced code blocks and tables are kept whole unless one alone exceeds ``max_chars``. Sections are
 not merged with their neighbours, so every chunk's breadcrumb and line range stay precise; a
 heading with no text of its own is skipped when a subheading follows (the subheading's breadcrumb
-carries it).
+carries it). With ``excerpt_chunks``, quoted excerpt items (list items anchored to a transcript
+line, the message quoted under each) are not packed with their neighbours either: one exchange
+(a user message and the replies under it), or one message, per chunk.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import ClassVar
+from itertools import pairwise
+from typing import ClassVar, Literal
 
 import yaml
 from pydantic import Field
@@ -25,6 +28,12 @@ _CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+$")
 # Fences match at any indentation: a fence nested in a list item must still hide its `#` lines.
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
 _SEPARATOR = " > "
+# An excerpt item as auto_memory writes one: a list item naming a transcript line
+# (``- **user** 09:00 [[sessions/s1.jsonl#L12]]``), the quoted message below it.
+_ANCHORED_ITEM = re.compile(r"^ {0,3}[-*+][ \t].*\[\[[^\]\n]+#L\d+")
+_ROLE = re.compile(r"^ {0,3}[-*+][ \t]+\*\*([^*\n]+)\*\*")
+_QUOTE = re.compile(r"^[ \t]*>")
+ExcerptChunks = Literal["packed", "exchange", "message"]
 
 
 class MarkdownChunkerSettings(SizedChunkerSettings):
@@ -38,11 +47,24 @@ class MarkdownChunkerSettings(SizedChunkerSettings):
     that arm indexes (``Chunk.keyword_text`` / ``Chunk.vector_text``), below any
     ``context_keys`` line; a hit still shows the note's own text. ``[replying_to]`` on the
     vector arm embeds a conversation turn with the turn it answers.
+
+    ``excerpt_chunks``: how list items anchored to a transcript line with a quote below them (the
+    excerpts and facts of auto_memory: ``- **user** 09:00 [[sessions/s1.jsonl#L12]]`` then
+    ``  > ...``) are chunked. ``packed``: like any other lines, neighbours packed up to
+    ``max_chars`` (a chunk may end in one message and start the next). ``exchange``: a user
+    message's item starts a chunk, the replies under it (items of another role) join it, and the
+    chunk ends with the exchange; an item without a role (a fact) is a chunk of its own.
+    ``message``: every item is a chunk of its own. An exchange or message longer than
+    ``max_chars`` is split into chunks of it alone. In both, the keyword arm indexes such a
+    chunk without the note's breadcrumb: an excerpt note's title is its session's first words,
+    which would match every message of the session. Notes without such items chunk the same
+    whatever the setting (measured: plugins/beam/README.md).
     """
 
     context_keys: list[str] = Field(default_factory=list)
     keyword_context_keys: list[str] = Field(default_factory=list)
     vector_context_keys: list[str] = Field(default_factory=list)
+    excerpt_chunks: ExcerptChunks = "packed"
 
 
 @dataclass
@@ -53,6 +75,10 @@ class _Section:
     level: int
     breadcrumb: str
     blocks: list[tuple[int, int]] = field(default_factory=list)
+    cuts: set[int] = field(default_factory=set)
+    """Indices into ``blocks`` that start a chunk of their own (``excerpt_chunks``)..."""
+    excerpts: set[int] = field(default_factory=set)
+    """... of which these are excerpt items."""
 
 
 def frontmatter(lines: list[str]) -> tuple[int, str]:
@@ -98,11 +124,31 @@ def _fence_end(lines: list[str], start: int, marker: str) -> int:
     return len(lines) - 1
 
 
-def sections(lines: list[str], start: int, preamble: str) -> list[_Section]:
-    """Split ``lines[start:]`` into heading sections whose blocks are paragraphs, fences, tables."""
+def _is_excerpt(lines: list[str], i: int) -> bool:
+    """Line ``i`` opens an anchored list item whose next line is a quote."""
+    return (
+        i + 1 < len(lines)
+        and _ANCHORED_ITEM.match(lines[i]) is not None
+        and _QUOTE.match(lines[i + 1]) is not None
+    )
+
+
+def _is_reply(line: str) -> bool:
+    """An excerpt item of a role other than the user's (``- **assistant** ...``)."""
+    role = _ROLE.match(line)
+    return role is not None and role.group(1).strip().lower() != "user"
+
+
+def sections(
+    lines: list[str], start: int, preamble: str, excerpts: ExcerptChunks = "packed"
+) -> list[_Section]:
+    """Split ``lines[start:]`` into heading sections whose blocks are paragraphs, fences, tables;
+    unless ``excerpts`` is ``packed``, a quoted excerpt item starts a block, and a cut where its
+    chunk starts (at every item, or at each exchange's first)."""
     result = [_Section(None, 0, preamble)]
     trail: list[tuple[int, str]] = []
     block: tuple[int, int, bool] | None = None  # (first, last, is_table)
+    excerpt_open = False  # the last block begun is an excerpt item
 
     def close() -> None:
         nonlocal block
@@ -116,6 +162,9 @@ def sections(lines: list[str], start: int, preamble: str) -> list[_Section]:
         fence = _FENCE.match(line)
         if fence and not (fence.group(1)[0] == "`" and "`" in fence.group(2)):
             close()
+            if excerpt_open:
+                result[-1].cuts.add(len(result[-1].blocks))
+                excerpt_open = False
             end = _fence_end(lines, i, fence.group(1))
             result[-1].blocks.append((i, end))
             i = end + 1
@@ -127,12 +176,25 @@ def sections(lines: list[str], start: int, preamble: str) -> list[_Section]:
             trail = [(lvl, t) for lvl, t in trail if lvl < level] + [(level, title)]
             crumb = _SEPARATOR.join(t for _, t in trail if t)
             result.append(_Section(i, level, crumb))
+            excerpt_open = False
         elif not line.strip():
             close()
         else:
             is_table = line.lstrip().startswith("|")
             if block is not None and block[2] != is_table:
                 close()
+            if excerpts != "packed" and _is_excerpt(lines, i):
+                close()
+                joins = excerpts == "exchange" and excerpt_open and _is_reply(line)
+                if not joins:
+                    result[-1].cuts.add(len(result[-1].blocks))
+                    result[-1].excerpts.add(len(result[-1].blocks))
+                excerpt_open = True
+            elif block is None and excerpt_open:
+                # The first block after an excerpt (a paragraph below the list) is not packed
+                # into that excerpt's chunk.
+                result[-1].cuts.add(len(result[-1].blocks))
+                excerpt_open = False
             block = (i, i, is_table) if block is None else (block[0], i, is_table)
         i += 1
     close()
@@ -151,8 +213,8 @@ class MarkdownChunker(Chunker):
         lines = split_lines(text)
         body_start, name = frontmatter(lines)
         packer = LinePacker(lines)
-        parts = sections(lines, body_start, name)
         settings = self.settings
+        parts = sections(lines, body_start, name, settings.excerpt_chunks)
         wanted = (
             settings.context_keys or settings.keyword_context_keys or settings.vector_context_keys
         )
@@ -163,10 +225,17 @@ class MarkdownChunker(Chunker):
         chunks: list[Chunk] = []
         for index, section in enumerate(parts):
             nxt = parts[index + 1] if index + 1 < len(parts) else None
-            for first, last, body in self._pieces(section, nxt, packer):
+            for first, last, body, excerpt in self._pieces(section, nxt, packer):
                 crumb = section.breadcrumb
                 text = f"{crumb}\n{body}" if crumb and body else crumb or body
                 text = f"{context}\n{text}" if context else text
+                keyword = text
+                if excerpt and crumb:
+                    # The note's title is its session's first words, not this message's: the
+                    # keyword arm would match every message of the session on them.
+                    keyword = f"{context}\n{body}" if context else body
+                if keyword_context:
+                    keyword = f"{keyword_context}\n{keyword}"
                 chunks.append(
                     Chunk(
                         path=path,
@@ -175,7 +244,7 @@ class MarkdownChunker(Chunker):
                         end_line=last + 1,
                         text=text,
                         heading=crumb,
-                        keyword_text=f"{keyword_context}\n{text}" if keyword_context else None,
+                        keyword_text=keyword if keyword != text else None,
                         vector_text=f"{vector_context}\n{text}" if vector_context else None,
                     )
                 )
@@ -183,21 +252,27 @@ class MarkdownChunker(Chunker):
 
     def _pieces(
         self, section: _Section, nxt: _Section | None, packer: LinePacker
-    ) -> list[tuple[int, int, str]]:
-        """``(first, last, body)`` pieces of one section; the first one starts at its heading."""
+    ) -> list[tuple[int, int, str, bool]]:
+        """``(first, last, body, is_excerpt)`` pieces of one section; the first one starts at its
+        heading."""
         if not section.blocks:
             # A bare heading: its subheadings' breadcrumbs carry it; a bare leaf stays findable.
             is_parent = nxt is not None and nxt.level > section.level
             if section.heading_line is None or is_parent or not section.breadcrumb:
                 return []
-            return [(section.heading_line, section.heading_line, "")]
+            return [(section.heading_line, section.heading_line, "", False)]
         max_chars = self.settings.max_chars
         budget = max(max_chars - len(section.breadcrumb) - 1, max_chars // 2)
-        spans = packer.pack(section.blocks, budget, self.settings.overlap_chars)
-        pieces = [(s.first, s.last, s.text) for s in spans]
+        overlap = self.settings.overlap_chars
+        bounds = sorted({0, *section.cuts, len(section.blocks)})
+        pieces = [
+            (s.first, s.last, s.text, lo in section.excerpts)
+            for lo, hi in pairwise(bounds)
+            for s in packer.pack(section.blocks[lo:hi], budget, overlap)
+        ]
         if section.heading_line is not None:
-            _, last, body = pieces[0]
-            pieces[0] = (section.heading_line, last, body)
+            _, last, body, excerpt = pieces[0]
+            pieces[0] = (section.heading_line, last, body, excerpt)
         return pieces
 
 

@@ -62,6 +62,7 @@ def test_builtin_defaults_match_the_spec() -> None:
         "overlap_chars": 200,
         "keyword_context_keys": [],
         "vector_context_keys": ["replying_to"],
+        "excerpt_chunks": "exchange",
     }
     assert s.index.max_file_bytes == 5242880
     assert s.files.max_read_bytes == 51200
@@ -145,6 +146,7 @@ def test_changing_a_selection_name_drops_the_old_settings() -> None:
         "overlap_chars": 200,
         "keyword_context_keys": [],
         "vector_context_keys": ["replying_to"],
+        "excerpt_chunks": "exchange",
     }
 
 
@@ -324,6 +326,7 @@ class MarkdownSettings(ComponentSettings):
     overlap_chars: int = 0
     keyword_context_keys: list[str] = []
     vector_context_keys: list[str] = []
+    excerpt_chunks: str = "packed"
 
 
 class FakeMarkdown(Chunker):
@@ -415,7 +418,10 @@ def test_validate_components_accepts_the_defaults(plugins: Plugins) -> None:
         "components.chunkers[.jsonl]",
     }
     assert resolved["components.chunkers[.md]"][1] == MarkdownSettings(
-        max_chars=1500, overlap_chars=200, vector_context_keys=["replying_to"]
+        max_chars=1500,
+        overlap_chars=200,
+        vector_context_keys=["replying_to"],
+        excerpt_chunks="exchange",
     )
 
 

@@ -50,6 +50,7 @@ def _chunker_defaults() -> dict[str, ComponentSelection]:
                 "overlap_chars": 200,
                 "keyword_context_keys": [],
                 "vector_context_keys": ["replying_to"],
+                "excerpt_chunks": "exchange",
             },
         ),
         ".txt": ComponentSelection(name="text"),
