@@ -5,6 +5,10 @@ after the visitor types the query, purged), the banners a note page shows (expir
 archived, superseded by), and the Status page's list of notes expired or expiring soon (the
 ``expire`` operation's dry run).
 
+A purge whose dry run lists a resource note's source file (``purged_with``: it would go with the
+note) offers to keep that file instead (the operation's ``keep_sources``, as ``reme forget --purge
+--keep-source``): it stays under ``resource/``, listed as forgotten, and the report says so.
+
 A forget by query sends back the list it showed: when the query now matches other notes (one
 written or changed meanwhile) nothing is changed and the new list is shown to confirm again.
 
@@ -70,9 +74,14 @@ def router(studio: Studio) -> APIRouter:
             return await _forget_query(here, "purge")
         path = here.form.get("path", "")
         typed = here.form.get("confirm_path", "").strip()
+        keep = _keep_sources(here)
         try:
             report = await here.op(
-                OPERATION, path=path, purge=True, confirm=bool(path) and typed == path
+                OPERATION,
+                path=path,
+                purge=True,
+                confirm=bool(path) and typed == path,
+                **_keep_field(keep),
             )
         except OpFailed as exc:
             if exc.kind != "ForgetConfirmationError":
@@ -82,7 +91,8 @@ def router(studio: Studio) -> APIRouter:
                 if typed
                 else "Not purged: type the note's path to confirm."
             )
-            return await _purge_form(here, path, exc.status, OpFailed(exc.status, exc.kind, why))
+            error = OpFailed(exc.status, exc.kind, why)
+            return await _purge_form(here, path, exc.status, error, keep)
         return here.render("purged.html", report=report)
 
     @routes.post("/studio/forget")
@@ -118,8 +128,22 @@ def router(studio: Studio) -> APIRouter:
     return routes
 
 
+def _keep_sources(here: Page) -> bool:
+    """Whether the visitor ticked "keep the source files" (a purge's ``keep_sources``)."""
+    return here.form.get("keep_sources", "") == "1"
+
+
+def _keep_field(keep: bool) -> dict[str, bool]:
+    """The operation's ``keep_sources``, sent only when asked for (the field is purge-only)."""
+    return {"keep_sources": True} if keep else {}
+
+
 async def _purge_form(
-    here: Page, path: str, code: int = 200, error: OpFailed | None = None
+    here: Page,
+    path: str,
+    code: int = 200,
+    error: OpFailed | None = None,
+    keep_sources: bool = False,
 ) -> Response:
     dry = await here.op(OPERATION, path=path, purge=True, dry_run=True)
     target = dry["paths"][0]
@@ -131,7 +155,14 @@ async def _purge_form(
         inbound = []
     dangling = sorted({link["source"] for link in inbound} - {target})
     return here.render(
-        "purge.html", code, path=target, paths=dry["paths"], dangling=dangling, error=error
+        "purge.html",
+        code,
+        path=target,
+        paths=dry["paths"],
+        purged_with=dry.get("purged_with") or {},
+        keep_sources=keep_sources,
+        dangling=dangling,
+        error=error,
     )
 
 
@@ -153,13 +184,20 @@ async def _query_form(
     limit_raw: str,
     code: int = 200,
     error: OpFailed | None = None,
+    keep_sources: bool = False,
 ) -> Response:
     """The forget-by-query page: the form, and once a query is given the notes a dry run of
     ``mode`` (archive or purge) takes, with the confirm step."""
     if mode not in MODES:
         raise OpFailed(400, "ValidationError", f"mode must be archive or purge, not {mode!r}")
     limit = _limit(limit_raw)
-    context: dict[str, Any] = {"query": query, "mode": mode, "limit": limit, "error": error}
+    context: dict[str, Any] = {
+        "query": query,
+        "mode": mode,
+        "limit": limit,
+        "error": error,
+        "keep_sources": keep_sources,
+    }
     dry = None
     if query:
         try:
@@ -198,14 +236,20 @@ async def _forget_query(here: Page, mode: str) -> Response:
             "Nothing was changed: the query matches other notes than the list you confirmed "
             "(a note was written, changed or forgotten meanwhile). Check the new list.",
         )
-        return await _query_form(here, query, mode, limit_raw, 409, changed)
+        return await _query_form(here, query, mode, limit_raw, 409, changed, _keep_sources(here))
     if not purge:
         report = await here.op(OPERATION, query=query, limit=limit)
         return here.render("forgotten.html", report=report, path=None)
     typed = here.form.get("confirm_query", "").strip()
+    keep = _keep_sources(here)
     try:
         report = await here.op(
-            OPERATION, query=query, limit=limit, purge=True, confirm=typed == query
+            OPERATION,
+            query=query,
+            limit=limit,
+            purge=True,
+            confirm=typed == query,
+            **_keep_field(keep),
         )
     except OpFailed as exc:
         if exc.kind != "ForgetConfirmationError":
@@ -215,9 +259,8 @@ async def _forget_query(here: Page, mode: str) -> Response:
             if typed
             else "Not purged: type the query to confirm."
         )
-        return await _query_form(
-            here, query, mode, limit_raw, exc.status, OpFailed(exc.status, exc.kind, why)
-        )
+        error = OpFailed(exc.status, exc.kind, why)
+        return await _query_form(here, query, mode, limit_raw, exc.status, error, keep)
     return here.render("purged.html", report=report)
 
 
