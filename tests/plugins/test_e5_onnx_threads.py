@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from reme_plugins import onnx_encoder
+from reme_plugins import onnx_session
 from reme_plugins.embedding_e5_onnx import E5OnnxEmbedding
 
 TEXTS = [
@@ -27,15 +27,15 @@ def test_the_runs_get_the_threads_and_no_worker_pool(monkeypatch: pytest.MonkeyP
         opened.append(threads)
         return object()
 
-    monkeypatch.setattr(onnx_encoder, "open_session", fake_open)
-    monkeypatch.setattr(onnx_encoder, "cores", lambda: 16)
+    monkeypatch.setattr(onnx_session, "open_session", fake_open)
+    monkeypatch.setattr(onnx_session, "cores", lambda: 16)
     three = E5OnnxEmbedding(E5OnnxEmbedding.Settings(threads=3))
     assert three._runner.run_threads() == 3
     default = E5OnnxEmbedding(E5OnnxEmbedding.Settings())
-    assert default._runner.run_threads() == onnx_encoder.MAX_RUN_THREADS
-    monkeypatch.setattr(onnx_encoder, "cores", lambda: 2)
+    assert default._runner.run_threads() == onnx_session.MAX_RUN_THREADS
+    monkeypatch.setattr(onnx_session, "cores", lambda: 2)
     assert default._runner.run_threads() == 2
-    runner = onnx_encoder.OnnxRunner(lambda: Path("m.onnx"), None, "t", arena=True)
+    runner = onnx_session.OnnxRunner(lambda: Path("m.onnx"), None, "t", arena=True)
     assert runner.run_threads() == 1  # spread over workers instead (minilm-onnx)
     runner.session()
     three._runner._model_path = lambda: Path("m.onnx")

@@ -272,7 +272,7 @@ def test_vectors_are_the_library_tokenizers(
 ) -> None:
     """The vectors stored under this model id (the library's ids, a session with its memory
     arena) are what e5-onnx computes now."""
-    from reme_plugins.onnx_encoder import open_session
+    from reme_plugins.onnx_session import open_session
 
     session = open_session(e5.model_path(), threads=1, arena=True)
     passages = [TEXTS[0], TEXTS[1], TOKENIZER_TEXTS[-4], TOKENIZER_TEXTS[-1]]

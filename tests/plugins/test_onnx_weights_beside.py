@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from reme_plugins import onnx_encoder
+from reme_plugins import onnx_encoder, onnx_session
 from reme_plugins.embedding_e5_onnx import E5OnnxEmbedding
 
 
@@ -33,7 +33,7 @@ def _model(path: Path) -> Path:
 
 def _run(path: Path) -> np.ndarray:
     x = np.linspace(-1, 1, 64, dtype=np.float32)[None, :]
-    (y,) = onnx_encoder.open_session(path).run(["y"], {"x": x})
+    (y,) = onnx_session.open_session(path).run(["y"], {"x": x})
     return y
 
 
@@ -82,7 +82,7 @@ def test_e5_vectors_are_the_same_from_the_split_file(tmp_path: Path) -> None:
     texts = ["passage: the deploy failed on friday", "wifi password of the office " * 40]
     split_vectors = e5.embed_passages(texts)
     e5.close()
-    e5._runner = onnx_encoder.OnnxRunner(lambda: whole, 1, "whole", arena=False)
+    e5._runner = onnx_session.OnnxRunner(lambda: whole, 1, "whole", arena=False)
     try:
         np.testing.assert_array_equal(e5.embed_passages(texts), split_vectors)
     finally:
