@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 from reme_core.api import AgentTask, LlmError, Prompts, dump_note, note_date, update_frontmatter
 from reme_plugins.auto_memory import note as notes
 from reme_plugins.auto_memory.cursor import SessionCursor, load_cursor, save_cursor
-from reme_plugins.auto_memory.draft import CheckedFact, NoteDraft, check_draft
+from reme_plugins.auto_memory.draft import NoteDraft, check_draft
+from reme_plugins.auto_memory.facts import merge_facts
 from reme_plugins.auto_memory.note import Labels, NoteBody, NoteState, read_note
 from reme_plugins.auto_memory.prompt import Context, PromptBuilder
 from reme_plugins.auto_memory.request import AutoMemoryRequest, AutoMemorySettings
@@ -232,7 +233,7 @@ class SessionWriter:
         }
         body = state.body if state else NoteBody.new(fields["name"], self.labels)
         body.set_head(fields["name"], draft.summary)
-        body.set_facts(self._merge_facts(existing, checked.facts))
+        body.set_facts(merge_facts(existing, checked.facts, self.source))
         timeline = [
             notes.timeline_item(text, e, self.source, self.tz) for e, text in checked.timeline
         ] + image_items(batch, self.source, self.tz)  # every image, linked to its turn
@@ -249,28 +250,6 @@ class SessionWriter:
                 state.head + body.render(), {**fields, **missing}, path=state.path
             )
             self._write(state.path, text, state, date, batch)
-
-    def _merge_facts(self, existing: list[str], facts: list[CheckedFact]) -> list[str]:
-        """Existing items stay byte for byte unless a new fact names them in ``replaces``."""
-        slots: list[str | None] = list(existing)
-        taken: set[int] = set()
-        appended: list[str] = []
-        seen = {" ".join(item.split()) for item in existing}
-        for fact in facts:
-            item = notes.fact_item(fact.text, fact.quote, fact.lines, self.source)
-            if " ".join(item.split()) in seen:
-                continue
-            seen.add(" ".join(item.split()))
-            free = [n for n in fact.replaces if n not in taken]
-            if not free:
-                appended.append(item)
-                continue
-            slots[free[0] - 1] = item
-            for n in free:
-                taken.add(n)
-                if n != free[0]:
-                    slots[n - 1] = None
-        return [s for s in slots if s] + appended
 
     def _agentic(
         self,
@@ -432,8 +411,6 @@ class SessionWriter:
         if state.path not in self.changed:
             self.changed.append(state.path)
             self.run.record(f"UPDATE {state.path}")
-
-    # -- prompts ---------------------------------------------------------------------------
 
     # -- files -----------------------------------------------------------------------------
 
