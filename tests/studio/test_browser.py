@@ -461,6 +461,32 @@ def test_forget_reverts_and_purge_asks_for_the_typed_path(
     assert purge not in [hit["path"] for hit in found["hits"]]
 
 
+def test_purge_of_a_resource_note_can_keep_its_source_file(
+    admin: Page, studio: Studio, tmp_path: Any
+) -> None:
+    shots = shots_dir(tmp_path)
+    image, note = "resource/inbox/browser-buoy.png", "digest/resources/browser-buoy.md"
+    data = b"\x89PNG\r\n\x1a\n the buoy photo's bytes"
+    (studio.root / image).parent.mkdir(parents=True, exist_ok=True)
+    (studio.root / image).write_bytes(data)
+    text = f"---\nname: Buoy\nsource_resource: '[[{image}]]'\n---\n# Buoy\n\nA red buoy.\n"
+    api(studio, "write", {"path": note, "content": text})
+
+    admin.goto(f"/studio/purge?path={quote(note)}")
+    expect(admin.locator(".purged-with-list")).to_contain_text(f"remove {image}")
+    keep = admin.get_by_label(re.compile("Keep the source file"))
+    expect(keep).not_to_be_checked()
+    keep.check()
+    admin.get_by_label(re.compile("Type the note's path")).fill(note)
+    admin.screenshot(path=str(shots / "studio-purge-keep-source.png"), full_page=True)
+    admin.get_by_role("button", name="Purge permanently").click()
+    expect(admin.locator(".purge-report h1")).to_contain_text(f"Purged {note}")
+    expect(admin.locator(".kept-sources-list")).to_contain_text(image)
+    admin.screenshot(path=str(shots / "studio-purge-kept-source.png"), full_page=True)
+    assert not (studio.root / note).exists()
+    assert (studio.root / image).read_bytes() == data
+
+
 def test_expiry_and_supersession_banners_and_the_expiring_list(
     admin: Page, studio: Studio, tmp_path: Any
 ) -> None:
