@@ -84,7 +84,14 @@ class Searcher:
         candidates = min(limit * self.config.candidate_multiplier, self.config.candidate_cap)
         results, degraded = self._run_arms(query, max(candidates, limit), allowed, filters)
         arm_scores = {arm: dict(hits) for arm, hits in results.items()}
-        fused = fuse(results, self.weights, method=self.config.fusion, k=self.config.rrf_k)
+        fused = fuse(
+            results,
+            self.weights,
+            method=self.config.fusion,
+            k=self.config.rrf_k,
+            floor_rank=self.config.vector_floor_rank,
+            pattern=self.config.interleave_pattern,
+        )
         fused = rank_by_dates(
             query, fused, as_of, self.config.date_boost, self.config.date_slack_days, self._days
         )

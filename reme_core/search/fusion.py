@@ -6,7 +6,10 @@ Every method gives 1.0 to a chunk ranked first (or scored highest) by every arm 
 - ``rrf``: reciprocal rank fusion, ``weight / (k + rank)`` per arm; ranks only.
 - ``convex``: each arm's scores normalised (keyword: divided by the top score, since a BM25
   score of 0 means no match; vector: min-max over its candidates, since cosines have no natural
-  zero), then a weighted sum; uses how far apart the scores are, which ranks throw away.
+  zero), then a weighted sum; uses how far apart the scores are, which ranks throw away. With
+  ``floor_rank`` N (``search.vector_floor_rank``) the vector arm's zero is the cosine at its
+  Nth candidate instead of its last (lower ones count 0), so the scale no longer depends on how
+  many candidates the search fetched (limit x ``candidate_multiplier``).
 - ``adaptive``: RRF whose vector weight shrinks when the keyword arm has a clear winner (its top
   score stands well above the rest) and grows when it has none: keyword evidence decides per
   query how much the meaning arm may move the ranking.
@@ -14,8 +17,11 @@ Every method gives 1.0 to a chunk ranked first (or scored highest) by every arm 
   hits the keyword arm did not find follow, so a query with no word in common still answers.
 - ``interleave``: two convex rankings taken in turn, one at the configured vector weight and one
   at twice it (capped at 1), each chunk once: the keyword-leaning ranking keeps its first few in
-  every top k while the meaning-leaning one brings the paraphrase finds up (measured: README
-  "Fusion, measured").
+  every top k while the meaning-leaning one brings the paraphrase finds up; ``pattern``
+  (``search.interleave_pattern``) says whose turn it is, ``a`` the keyword-leaning ranking, ``b``
+  the other, repeated (``ab``: one each; ``aab``: two of the first for one of the second).
+
+Measured: README "Fusion, measured".
 """
 
 from __future__ import annotations
@@ -64,15 +70,41 @@ def reciprocal_rank_fusion(
     return _ordered(fused)
 
 
-def convex_fusion(results: Ranked, weights: Mapping[str, float]) -> list[Fused]:
-    """Weighted sum of each arm's min-max normalised scores (0 where an arm missed a chunk)."""
+def check_floor_rank(floor_rank: int) -> int:
+    """``floor_rank`` if valid: 0 (min-max over every candidate) or a rank >= 2."""
+    if isinstance(floor_rank, bool) or not isinstance(floor_rank, int):
+        raise ValueError(f"floor_rank must be an integer, got {floor_rank!r}")
+    if floor_rank < 0 or floor_rank == 1:
+        raise ValueError(
+            f"floor_rank must be 0 (min-max over every candidate) or >= 2, got {floor_rank}"
+        )
+    return floor_rank
+
+
+def check_pattern(pattern: str) -> str:
+    """``pattern`` if valid: 2..16 letters of ``a`` and ``b``, each at least once."""
+    if not isinstance(pattern, str) or not 2 <= len(pattern) <= 16 or set(pattern) != {"a", "b"}:
+        raise ValueError(
+            f"interleave pattern must be 2..16 letters of 'a' and 'b', both used, got {pattern!r}"
+        )
+    return pattern
+
+
+def convex_fusion(
+    results: Ranked, weights: Mapping[str, float], *, floor_rank: int = 0
+) -> list[Fused]:
+    """Weighted sum of each arm's normalised scores (0 where an arm missed a chunk); the
+    non-keyword arms min-max over their candidates, or with ``floor_rank`` N >= 2 between their
+    best and their Nth score (the last where fewer; lower ones 0)."""
+    check_floor_rank(floor_rank)
     ran = [arm for arm in results if weights.get(arm, 0.0) > 0]
     total = sum(weights[arm] for arm in ran)
     if total <= 0:
         return []
     fused: dict[str, Fused] = {}
     for arm in ran:
-        normalised = _by_top(results[arm]) if arm == KEYWORD else _min_max(results[arm])
+        hits = results[arm]
+        normalised = _by_top(hits) if arm == KEYWORD else _min_max(hits, floor_rank)
         for position, (chunk_id, value) in enumerate(normalised, start=1):
             entry = fused.setdefault(chunk_id, Fused(chunk_id, 0.0))
             entry.score += weights[arm] * value / total
@@ -111,10 +143,10 @@ def adaptive_fusion(
 
 
 def rerank_fusion(
-    results: Ranked, weights: Mapping[str, float], keyword: str = KEYWORD
+    results: Ranked, weights: Mapping[str, float], keyword: str = KEYWORD, *, floor_rank: int = 0
 ) -> list[Fused]:
     """The keyword arm's candidates in convex order; then the other arms' own finds."""
-    fused = convex_fusion(results, weights)
+    fused = convex_fusion(results, weights, floor_rank=floor_rank)
     if keyword not in results or not results[keyword]:
         return fused
     found = {chunk_id for chunk_id, _ in results[keyword]}
@@ -151,21 +183,27 @@ def interleave_fusion(
     *,
     factor: float = 2.0,
     keyword: str = KEYWORD,
+    pattern: str = "ab",
+    floor_rank: int = 0,
 ) -> list[Fused]:
-    """The convex ranking at ``weights`` and the one with the other arms' share ``factor`` times
-    larger (:func:`widened`), taken one each in turn, the keyword-leaning one first; a chunk is
-    kept where it first appears. Each keeps its convex score from the ranking that placed it,
-    lowered to the one before it where needed, so scores never rise down the list."""
-    narrow = convex_fusion(results, weights)
+    """The convex ranking at ``weights`` (``a``) and the one with the other arms' share
+    ``factor`` times larger (``b``, :func:`widened`), taken in turn as ``pattern`` says, repeated
+    (``ab``: one each, the keyword-leaning one first); a chunk is kept where it first appears.
+    Each keeps its convex score from the ranking that placed it, lowered to the one before it
+    where needed, so scores never rise down the list."""
+    check_pattern(pattern)
+    narrow = convex_fusion(results, weights, floor_rank=floor_rank)
     wide_weights = widened(weights, list(results), factor, keyword)
     if wide_weights is None:
         return narrow
-    wide = convex_fusion(results, wide_weights)
+    wide = convex_fusion(results, wide_weights, floor_rank=floor_rank)
     out: list[Fused] = []
     seen: set[str] = set()
     lists, positions = (narrow, wide), [0, 0]
-    turn = 0
+    step = 0
     while positions[0] < len(narrow) or positions[1] < len(wide):
+        turn = 0 if pattern[step % len(pattern)] == "a" else 1
+        step += 1
         source, i = lists[turn], positions[turn]
         while i < len(source) and source[i].chunk_id in seen:
             i += 1
@@ -176,7 +214,6 @@ def interleave_fusion(
             seen.add(entry.chunk_id)
             i += 1
         positions[turn] = i
-        turn = 1 - turn
     return out
 
 
@@ -186,14 +223,21 @@ def fuse(
     *,
     method: FusionMethod = "rrf",
     k: int = 60,
+    floor_rank: int = 0,
+    pattern: str = "ab",
 ) -> list[Fused]:
-    """Fuse with the configured ``method`` (see the module docstring)."""
+    """Fuse with the configured ``method`` (see the module docstring); ``floor_rank`` applies to
+    the score-based methods (convex, rerank, interleave), ``pattern`` to interleave."""
+    check_floor_rank(floor_rank)
+    check_pattern(pattern)
     fusers: dict[str, Callable[[], list[Fused]]] = {
         "rrf": lambda: reciprocal_rank_fusion(_ids(results), weights, k),
-        "convex": lambda: convex_fusion(results, weights),
+        "convex": lambda: convex_fusion(results, weights, floor_rank=floor_rank),
         "adaptive": lambda: adaptive_fusion(results, weights, k),
-        "rerank": lambda: rerank_fusion(results, weights),
-        "interleave": lambda: interleave_fusion(results, weights),
+        "rerank": lambda: rerank_fusion(results, weights, floor_rank=floor_rank),
+        "interleave": lambda: interleave_fusion(
+            results, weights, pattern=pattern, floor_rank=floor_rank
+        ),
     }
     if method not in fusers:
         raise ValueError(f"unknown fusion method {method!r}; known: {', '.join(FUSION_METHODS)}")
@@ -212,15 +256,17 @@ def _by_top(hits: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
     return [(chunk_id, max(0.0, value) / top) for chunk_id, value in hits]
 
 
-def _min_max(hits: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
-    """Scores mapped to 0..1 over this list (best 1.0, worst 0.0; all 1.0 when alike)."""
+def _min_max(hits: Sequence[tuple[str, float]], floor_rank: int = 0) -> list[tuple[str, float]]:
+    """Scores mapped to 0..1 over this list (best 1.0, worst 0.0; all 1.0 when alike); with
+    ``floor_rank`` N, 0.0 is the Nth best score (the worst where fewer) and lower ones clip."""
     if not hits:
         return []
     values = [value for _, value in hits]
-    high, low = max(values), min(values)
+    high = max(values)
+    low = min(values) if floor_rank <= 0 else sorted(values, reverse=True)[:floor_rank][-1]
     if high - low <= 1e-12:
-        return [(chunk_id, 1.0) for chunk_id, _ in hits]
-    return [(chunk_id, (value - low) / (high - low)) for chunk_id, value in hits]
+        return [(chunk_id, 1.0 if value >= low else 0.0) for chunk_id, value in hits]
+    return [(chunk_id, max(0.0, (value - low) / (high - low))) for chunk_id, value in hits]
 
 
 def _ordered(fused: Mapping[str, Fused]) -> list[Fused]:

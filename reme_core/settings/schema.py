@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from reme_core.schema import NoteStatus
-from reme_core.search.fusion import FusionMethod
+from reme_core.search.fusion import FusionMethod, check_floor_rank, check_pattern
 from reme_core.settings.lifecycle import LifecycleConfig
 
 ENV_PREFIX = "REME_"
@@ -134,6 +134,13 @@ class SearchConfig(_Strict):
     # set and REALTALK@20, RRF at 0.3 on LoCoMo@5 and the entity paraphrases, because ranks alone
     # let a vector-only find push out the one keyword match.
     vector_weight: float = Field(default=0.25, ge=0, le=1)
+    vector_floor_rank: int = Field(default=0, ge=0, le=10000)
+    """convex, rerank, interleave: the vector arm's Nth candidate's cosine counts as 0 (lower
+    ones too), its best as 1; 0 (the default): min-max over every candidate it fetched, a scale
+    that moves with limit x candidate_multiplier. 1 is refused (every score would be 0 or 1)."""
+    interleave_pattern: str = Field(default="ab", pattern=r"^[ab]{2,16}$")
+    """interleave: whose turn it is, repeated: ``a`` the ranking at vector_weight, ``b`` the one
+    at twice it (``ab`` one each, ``aab`` two of a for one of b); both letters must appear."""
     link_expansion: bool = True
     expansion_limit: int = Field(default=10, ge=0)
     statuses: list[NoteStatus] = Field(default_factory=lambda: ["active"], min_length=1)
@@ -145,6 +152,16 @@ class SearchConfig(_Strict):
     date_slack_days: int = Field(default=0, ge=0, le=366)
     """Notes this many days outside a named span still get a share of ``date_boost``, falling
     linearly to nothing (0: only notes inside the span)."""
+
+    @field_validator("vector_floor_rank")
+    @classmethod
+    def _floor_rank(cls, value: int) -> int:
+        return check_floor_rank(value)
+
+    @field_validator("interleave_pattern")
+    @classmethod
+    def _pattern(cls, value: str) -> str:
+        return check_pattern(value)
 
 
 class PipelineConfig(_Strict):
