@@ -15,6 +15,7 @@ are stemmed with PyStemmer when stemming is on. Identifiers with digits or joine
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import re
 import sys
@@ -82,18 +83,22 @@ def _bm25s_stopwords() -> ModuleType:
     The lists are plain tuples, but ``import bm25s.stopwords`` runs bm25s's ``__init__``, which
     imports scipy: a tenth of a second that a search over a saved index never needs otherwise.
     """
-    if "bm25s" in sys.modules:
-        import bm25s.stopwords
+    return bm25s_submodule("stopwords")
 
-        return bm25s.stopwords
+
+@cache
+def bm25s_submodule(name: str) -> ModuleType:
+    """bm25s's module ``name`` (``stopwords``, ``scoring``: modules that import only numpy and the
+    standard library), loaded from its file without running bm25s's ``__init__`` (which imports
+    scipy: a tenth of a second and ~15 MB resident) unless bm25s is loaded already."""
+    if "bm25s" in sys.modules:
+        return importlib.import_module(f"bm25s.{name}")
     package = importlib.util.find_spec("bm25s")
     locations = package.submodule_search_locations if package is not None else None
     if not locations:  # pragma: no cover - bm25s is a dependency
-        import bm25s.stopwords
-
-        return bm25s.stopwords
+        return importlib.import_module(f"bm25s.{name}")
     spec = importlib.util.spec_from_file_location(
-        "reme_plugins._bm25s_stopwords", f"{next(iter(locations))}/stopwords.py"
+        f"reme_plugins._bm25s_{name}", f"{next(iter(locations))}/{name}.py"
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

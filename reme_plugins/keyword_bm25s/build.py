@@ -13,15 +13,31 @@ the auto-merge threshold bounds how far they can drift (the tombstones, and the 
 ``max(delta_merge_min, delta_merge_ratio * live main chunks)``), so scores across segments are
 close, not identical, while many chunks are tombstoned. A change to main's live chunks (a deletion,
 an edit) makes the delta rebuild from its cached tokens at the next refresh or search.
+
+Main is built from a ``_CorpusIds``: each chunk's tokens are counted as they are tokenised and only
+its postings are kept (token id and count in two compact arrays, the vocabulary interned once), so
+no per-chunk token list outlives its chunk; ``_main_segment`` then computes, with numpy over those
+arrays, exactly the arrays and vocabulary that bm25s's ``BM25.index`` of the token lists produced
+(the same vocabulary order, postings, float32 scores; tests compare them), at a fraction of the
+memory (bm25s kept every chunk's tokens as Python lists of strings and of ints, most of which
+Python's allocator then held on to). ``release_memory`` hands freed heap back to the system.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import logging
+import sys
+from array import array
+from collections import Counter
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from reme_plugins.keyword_bm25s.segments import _Main, _Segment
+from reme_plugins.text_tokenize import bm25s_submodule
 
 if TYPE_CHECKING:
     import bm25s
@@ -44,10 +60,137 @@ def _corpus_stats_bm25() -> type[bm25s.BM25]:
     return _CorpusStatsBM25
 
 
-def _main_segment(corpus: list[list[str]], *, k1: float, b: float, method: str) -> _Segment | None:
-    """Main's segment over ``corpus`` (every live chunk's tokens), with its own statistics."""
-    if not any(corpus):
+# bm25s.BM25's defaults, which main is built with (a test compares them with bm25s's).
+_DTYPE = "float32"
+_INT_DTYPE = "int32"
+_DELTA = 0.5  # bm25l and bm25+
+_NONOCCURRENCE = ("bm25l", "bm25+")  # methods that score the tokens a chunk lacks
+# (idf_method: the method's own.)
+
+
+class _CorpusIds:
+    """A corpus as main is built from it, added chunk by chunk: each chunk's distinct tokens (ids
+    in ``vocab``, in order of first appearance in the corpus) and their counts, in arrays."""
+
+    def __init__(self) -> None:
+        self.vocab: dict[str, int] = {}
+        self.tokens = array("I")  # each posting's token id, chunk by chunk
+        self.counts = array("I")  # its count in the chunk
+        self.postings = array("q")  # each chunk's number of postings (distinct tokens)
+        self.lengths = array("q")  # each chunk's number of tokens
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def add(self, tokens: list[str]) -> None:
+        vocab = self.vocab
+        intern = vocab.setdefault
+        counted = Counter([intern(token, len(vocab)) for token in tokens])
+        self.tokens.extend(counted.keys())
+        self.counts.extend(counted.values())
+        self.postings.append(len(counted))
+        self.lengths.append(len(tokens))
+
+    def token_counts(self) -> np.ndarray:
+        return (
+            np.frombuffer(self.lengths, dtype=np.int64) if self.lengths else np.zeros(0, np.int64)
+        )
+
+
+def _main_segment(corpus: _CorpusIds, *, k1: float, b: float, method: str) -> _Segment | None:
+    """Main's segment over ``corpus`` (every live chunk), with its own statistics: the arrays
+    and vocabulary bm25s's ``BM25(k1, b, method).index`` builds from the chunks' token lists."""
+    if not corpus.tokens:
         return None  # bm25s cannot index a corpus without a single token
+    scoring = bm25s_submodule("scoring")  # bm25s's own formulas, without importing scipy
+    # bm25s's vocabulary: a set updated chunk by chunk, numbered in its iteration order. A set's
+    # layout depends only on the order its distinct members were first added, so one set updated
+    # with the tokens in order of first appearance iterates in the same order.
+    first = list(corpus.vocab)
+    unique: set[str] = set()
+    unique.update(first)
+    vocab = {token: i for i, token in enumerate(unique)}
+    del unique
+    n_vocab = len(vocab)
+    renumber = np.fromiter((vocab[token] for token in first), np.int64, len(first))
+    del first
+    lengths = corpus.token_counts()
+    n_docs = len(lengths)
+    avg_doc_len = lengths.mean()
+    token = renumber[np.frombuffer(corpus.tokens, dtype=np.uint32)]
+    del renumber
+    doc = np.repeat(np.arange(n_docs, dtype=np.int64), np.frombuffer(corpus.postings, np.int64))
+    # CSC order: by token, then by chunk (bm25s sorts the packed (token, chunk) pairs).
+    order = np.argsort(token * n_docs + doc)
+    token, doc = token[order], doc[order]
+    tf = np.frombuffer(corpus.counts, dtype=np.uint32)[order].astype(_DTYPE)
+    del order
+    doc_counts = np.bincount(token, minlength=n_vocab)
+    doc_frequencies = dict(enumerate(doc_counts.tolist()))
+    idf_fn = scoring._select_idf_scorer(method)
+    tfc_fn = scoring._select_tfc_scorer(method)
+    nonoccurrence = None
+    if method in _NONOCCURRENCE:
+        nonoccurrence = scoring._build_nonoccurrence_array(
+            doc_frequencies=doc_frequencies,
+            n_docs=n_docs,
+            compute_idf_fn=idf_fn,
+            calculate_tfc_fn=tfc_fn,
+            l_d=avg_doc_len,
+            l_avg=avg_doc_len,
+            k1=k1,
+            b=b,
+            delta=_DELTA,
+            dtype=_DTYPE,
+        )
+    idf = scoring._build_idf_array(
+        doc_frequencies=doc_frequencies, n_docs=n_docs, compute_idf_fn=idf_fn, dtype=_DTYPE
+    )
+    del doc_frequencies
+    # The same float operations bm25s does per chunk (a float64 length term, float32 counts and
+    # idf), over every posting at once.
+    tfc = tfc_fn(tf_array=tf, l_d=lengths[doc], l_avg=avg_doc_len, k1=k1, b=b, delta=_DELTA)
+    del tf
+    scores = idf[token] * tfc
+    del tfc
+    if method in ("bm25l", "bm25+"):
+        scores -= nonoccurrence[token]
+    del token
+    indptr = np.zeros(n_vocab + 1, dtype=np.int64)
+    np.cumsum(doc_counts, out=indptr[1:])
+    if "" not in vocab:  # bm25s's "empty token", numbered after the rest
+        vocab[""] = max(vocab.values()) + 1
+    return _Segment(
+        scores.astype(_DTYPE), doc.astype(_INT_DTYPE), indptr, vocab, n_docs, nonoccurrence
+    )
+
+
+def release_memory() -> None:
+    """Hand the heap that a build freed back to the system (glibc's ``malloc_trim``; elsewhere
+    nothing): Python's allocator keeps freed memory otherwise, and a build frees most of its own."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@cache
+def _malloc_trim() -> Any:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc.malloc_trim
+    except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
+        return None
+
+
+def _bm25s_main_segment(
+    corpus: list[list[str]], *, k1: float, b: float, method: str
+) -> _Segment | None:
+    """Main's segment built by bm25s itself from every chunk's token list, as before
+    ``_CorpusIds``: the reference the tests compare ``_main_segment`` with."""
+    if not any(corpus):
+        return None
     bm25 = _bm25s().BM25(k1=k1, b=b, method=method)
     bm25.index(corpus, show_progress=False)
     return _Segment.of(bm25)

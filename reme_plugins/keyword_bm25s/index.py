@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from array import array
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
@@ -27,7 +28,12 @@ from reme_core.api import (
     TextSource,
     chunk_path,
 )
-from reme_plugins.keyword_bm25s.build import _delta_segment, _main_segment
+from reme_plugins.keyword_bm25s.build import (
+    _CorpusIds,
+    _delta_segment,
+    _main_segment,
+    release_memory,
+)
 from reme_plugins.keyword_bm25s.migration import _migrate_old_rows
 from reme_plugins.keyword_bm25s.scoring import _AllowedMasks, _search_segment
 from reme_plugins.keyword_bm25s.segments import _Delta, _DeltaEntry, _Main, _View
@@ -321,37 +327,40 @@ class Bm25sKeywordIndex(KeywordIndex):
         """Rebuild main from every live chunk; empties delta and tombstones.
 
         Tokens the delta already holds are reused; other chunks are tokenised from the stored
-        text, or from the text source's (a bulk index of new notes reads no text back at all).
+        text, or from the text source's (a bulk index of new notes reads no text back at all),
+        a batch of texts at a time, each chunk's tokens counted into the corpus and dropped.
         Every row is then marked with the new main's generation, in one transaction.
         """
         self._write_pending()
         rows = _all_rows(self._db)
-        tokens: dict[str, list[str]] = {}
-        wanted: list[str] = []
-        for cid, h, text in rows:
-            entry = self._delta_entries.get(cid)
-            if entry is not None and entry.hash == h:
-                if entry.tokens is None and entry.text is not None:
-                    entry.tokens = self.tokenizer(entry.text)
-                    entry.text = None
-                if entry.tokens is not None:
-                    tokens[cid] = entry.tokens
-                    continue
-            if text is not None:
-                tokens[cid] = self.tokenizer(text)
-            else:
-                wanted.append(cid)
-        hashes_of = {cid: h for cid, h, _ in rows}
-        for cid, text in self._source_texts(wanted, hashes_of).items():
-            tokens[cid] = self.tokenizer(text)
-        kept = [(cid, h) for cid, h, _ in rows if cid in tokens]
-        ids = [cid for cid, _ in kept]
-        corpus = [tokens[cid] for cid in ids]
-        lengths = np.fromiter((len(t) for t in corpus), np.int64, len(corpus))
+        corpus = _CorpusIds()
+        ids: list[str] = []
+        hashes = array("q")
+        dropped: list[tuple[str]] = []
+        for start in range(0, len(rows), _FETCH_BATCH):
+            batch = rows[start : start + _FETCH_BATCH]
+            texts = self._source_texts(
+                [cid for cid, h, text in batch if text is None and not self._cached(cid, h)],
+                {cid: h for cid, h, _ in batch},
+            )
+            for cid, h, text in batch:
+                tokens = self._cached_tokens(cid, h)
+                if tokens is None:
+                    text = text if text is not None else texts.pop(cid, None)
+                    if text is None:
+                        dropped.append((cid,))
+                        continue
+                    tokens = self.tokenizer(text)
+                corpus.add(tokens)
+                ids.append(cid)
+                hashes.append(h)
+            del texts
+        del rows
         s = self.settings
         seg = _main_segment(corpus, k1=s.k1, b=s.b, method=s.method)
+        lengths = corpus.token_counts().copy()
+        del corpus
         generation = self._main.generation + 1
-        dropped = [(cid,) for cid, _, _ in rows if cid not in tokens]
         _mark_merged(self._db, generation, dropped)
         if dropped:
             log.warning(
@@ -359,9 +368,28 @@ class Bm25sKeywordIndex(KeywordIndex):
                 "source (the drift check reports them; `reme index` repairs them)",
                 len(dropped),
             )
-        hashes = np.fromiter((h for _, h in kept), np.int64, len(kept))
-        self._reset(_Main(ids, hashes, seg, generation, lengths))
+        hashes_a = np.frombuffer(hashes, dtype=np.int64).copy()
+        self._reset(_Main(ids, hashes_a, seg, generation, lengths))
         self._main_dirty = True
+        release_memory()
+
+    def _cached(self, cid: str, h: int) -> bool:
+        """Whether the delta holds ``cid``'s tokens or text for this content hash."""
+        entry = self._delta_entries.get(cid)
+        return (
+            entry is not None
+            and entry.hash == h
+            and (entry.tokens is not None or entry.text is not None)
+        )
+
+    def _cached_tokens(self, cid: str, h: int) -> list[str] | None:
+        """``cid``'s tokens from its delta entry (tokenising the text it keeps), if it has them."""
+        entry = self._delta_entries.get(cid)
+        if entry is None or entry.hash != h:
+            return None
+        if entry.tokens is not None:
+            return entry.tokens
+        return None if entry.text is None else self.tokenizer(entry.text)
 
     def _source_texts(self, ids: list[str], hashes: Mapping[str, int]) -> dict[str, str]:
         """Texts of ``ids`` from the text source, only those still matching their row's hash."""

@@ -23,6 +23,7 @@ from reme_core.plugins import Plugins
 from reme_core.testing.keyword_index import KeywordIndexConformance, ids, make_chunks
 from reme_plugins import keyword_bm25s
 from reme_plugins.keyword_bm25s import Bm25sKeywordIndex, scoring, storage
+from reme_plugins.keyword_bm25s import index as index_module
 
 Opener = Callable[..., Bm25sKeywordIndex]
 
@@ -94,6 +95,15 @@ def index_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         return original(self, corpus, *args, **kwargs)
 
     monkeypatch.setattr(bm25s.BM25, "index", counting)
+    # Main is built without ``BM25.index`` (the same arrays, from the counted corpus).
+    main_segment = index_module._main_segment
+
+    def counting_main(corpus: Any, **kwargs: Any) -> Any:
+        if corpus.tokens:  # as bm25s was: not called for a corpus without a token
+            calls.append(len(corpus))
+        return main_segment(corpus, **kwargs)
+
+    monkeypatch.setattr(index_module, "_main_segment", counting_main)
     return calls
 
 
