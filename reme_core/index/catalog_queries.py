@@ -73,7 +73,9 @@ class CatalogQueries:
 
     def expiring(self, paths: Iterable[str] | None = None) -> dict[str, NoteSummary]:
         """The notes (of ``paths`` only, when given) whose frontmatter names ``expires``: the
-        few that search must check against today (``reme_core.search.expiry``)."""
+        few that search must check against today (``reme_core.search.expiry``). The partial
+        index ``notes_expires`` holds just those: no note's frontmatter is parsed (that scan was
+        ~6 ms of every first search at 10,000 notes). Its condition is this query's, verbatim."""
         sql = f"SELECT {NOTE_COLUMNS} FROM notes WHERE json_extract(frontmatter, '$.expires')"
         with self._read() as db:
             rows = rows_of_paths(db, sql + " IS NOT NULL", paths, joiner="AND")
@@ -269,6 +271,49 @@ class CatalogQueries:
         if path_patterns:
             by_path = {p: ids for p, ids in by_path.items() if _matches_any(p, path_patterns)}
         return by_path
+
+    def chunked_paths(
+        self,
+        *,
+        statuses: Sequence[str] | None = None,
+        since: dt.date | None = None,
+        until: dt.date | None = None,
+        path_patterns: Sequence[str] = (),
+        paths: set[str] | None = None,
+    ) -> set[str]:
+        """The paths of the notes with at least one chunk that pass every filter given: the
+        keys of ``chunk_ids_by_path`` with the same filters, from one row per note (no chunk
+        id is built: at 10,000 notes that query made 57k rows, this one 10k)."""
+        clauses: list[str] = ["EXISTS (SELECT 1 FROM chunks c WHERE c.path = n.path)"]
+        params: list[object] = []
+        if statuses is not None:
+            clauses.append(f"n.status IN ({','.join('?' * len(statuses))})")
+            params.extend(statuses)
+        if since is not None:
+            clauses.append("n.date >= ?")
+            params.append(since.isoformat())
+        if until is not None:
+            clauses.append("n.date <= ?")
+            params.append(until.isoformat())
+        sql = f"SELECT n.path FROM notes n WHERE {' AND '.join(clauses)}"
+        with self._read() as db:
+            rows = rows_of_paths(
+                db,
+                sql,
+                None if paths is None else sorted(paths),
+                column="n.path",
+                joiner="AND",
+                params=params,
+            )
+        found = {row[0] for row in rows}
+        if path_patterns:
+            found = {p for p in found if _matches_any(p, path_patterns)}
+        return found
+
+    def note_count(self) -> int:
+        """Indexed notes (one count of the notes table's rows)."""
+        with self._read() as db:
+            return db.execute("SELECT COUNT(*) FROM notes").fetchone()[0]
 
     def counts(self) -> dict[str, int]:
         with self._read() as db:

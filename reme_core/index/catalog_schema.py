@@ -37,6 +37,8 @@ CREATE TABLE IF NOT EXISTS notes (
 );
 CREATE INDEX IF NOT EXISTS notes_status ON notes(status);
 CREATE INDEX IF NOT EXISTS notes_date ON notes(date);
+CREATE INDEX IF NOT EXISTS notes_expires ON notes(json_extract(frontmatter, '$.expires'))
+    WHERE json_extract(frontmatter, '$.expires') IS NOT NULL;
 CREATE TABLE IF NOT EXISTS problems (path TEXT PRIMARY KEY, message TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS unsettled (path TEXT PRIMARY KEY);
 """

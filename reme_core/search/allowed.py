@@ -1,7 +1,8 @@
 """The chunk ids each filter set allows, kept current as the catalog changes.
 
-Computing them reads every chunk row (tens of milliseconds on a large workspace), and every write
-changes the catalog. So each filter set keeps its last answer, and after a write only the paths
+An answer is the set of note paths passing (one row per note, ``Catalog.chunked_paths``); its
+chunk ids (``ChunkIds``) are those whose path is among them, built only when something needs
+them all. Computing it still reads every note row, and every write changes the catalog. So each filter set keeps its last answer, and after a write only the paths
 the catalog reports changed are looked up again; and when several searches need the same answer
 at once, one computes it while the others wait for it, instead of each computing it.
 """
@@ -11,7 +12,8 @@ from __future__ import annotations
 import datetime as dt
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from collections.abc import Set as AbstractSet
 from concurrent.futures import Future
 from dataclasses import dataclass
 
@@ -19,22 +21,72 @@ from reme_core.components import TagIndex
 from reme_core.index.catalog import Catalog
 from reme_core.schema import SearchFilters
 from reme_core.search.expiry import Modified, Policy
-from reme_core.search.filters import allowed_by_path
+from reme_core.search.filters import allowed_paths
 
 MAX_FILTER_SETS = 8
+
+WIDE_SHARE = 0.5
+"""A filter set passing at least this share of the chunked notes is wide: an arm may rank
+unfiltered and drop what fails (``ChunkIds.wide``), fewer than half its hits being dropped."""
+
+
+class ChunkIds(AbstractSet[str]):
+    """The chunk ids of the notes ``paths``, without building them: a chunk id passes when its
+    note's path is among ``paths`` (``<path>#<ordinal>``), so membership costs one lookup.
+
+    The first search with the default filters used to build every passing chunk id (57k at
+    10,000 notes, ~0.1 s); most arms only ask whether their own hits pass. What needs the ids
+    themselves (iterating, ``len``, a keyword index's mask) gets them from ``materialised``, read
+    from the catalog once and kept (one set object: arms cache what they derive from it).
+    """
+
+    def __init__(self, paths: frozenset[str], total: int, load: Callable[[], set[str]]):
+        self.paths = paths
+        self.total = total
+        """Notes with a chunk in the catalog (``wide`` compares ``paths`` with it)."""
+        self._load = load
+        self._ids: set[str] | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def wide(self) -> bool:
+        """Whether most chunked notes pass (ranking unfiltered then dropping is then cheap)."""
+        return len(self.paths) >= WIDE_SHARE * self.total
+
+    def materialised(self) -> set[str]:
+        """The ids as a plain set, read on first use and the same object afterwards."""
+        if self._ids is None:
+            with self._lock:
+                if self._ids is None:
+                    self._ids = self._load()
+        return self._ids
+
+    def __contains__(self, chunk_id: object) -> bool:
+        if not isinstance(chunk_id, str):
+            return False
+        path, _, ordinal = chunk_id.rpartition("#")
+        return ordinal.isdigit() and path in self.paths
+
+    def __bool__(self) -> bool:
+        return bool(self.paths)  # every path in it has a chunk
+
+    def __len__(self) -> int:
+        return len(self.materialised())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.materialised())
 
 
 @dataclass(frozen=True)
 class Allowed:
     """Chunk ids and note paths passing one filter set, as of one catalog generation.
 
-    Arms may cache what they derive from ``ids`` by identity: a new answer is a new set object.
+    Arms may cache what they derive from ``ids`` by identity: a new answer is a new object.
     """
 
     generation: int
-    ids: set[str]
-    paths: set[str]
-    by_path: dict[str, list[str]]
+    ids: ChunkIds
+    paths: frozenset[str]
 
 
 class AllowedCache:
@@ -99,31 +151,22 @@ class AllowedCache:
         changed = None
         if known is not None and known.generation < generation:
             changed = self.catalog.changed_since(known.generation)
-        if known is None or changed is None or len(changed) > max(64, len(known.by_path) // 4):
-            by_path = allowed_by_path(
-                filters,
-                self.catalog,
-                self.tags,
-                today=today,
-                policy=self.policy,
-                modified=self.modified,
-            )
-            return Allowed(generation, set().union(*by_path.values()), set(by_path), by_path)
-        # Only the changed paths: drop what they allowed, add what they allow now.
-        fresh = allowed_by_path(
-            filters,
-            self.catalog,
-            self.tags,
-            within=changed,
-            today=today,
-            policy=self.policy,
-            modified=self.modified,
-        )
-        ids = set(known.ids)
-        by_path = dict(known.by_path)
-        for path in changed:
-            ids.difference_update(by_path.pop(path, ()))
-        for path, cids in fresh.items():
-            by_path[path] = cids
-            ids.update(cids)
-        return Allowed(generation, ids, set(by_path), by_path)
+        lookup = {"today": today, "policy": self.policy, "modified": self.modified}
+        if known is None or changed is None or len(changed) > max(64, len(known.paths) // 4):
+            paths = allowed_paths(filters, self.catalog, self.tags, **lookup)
+        else:  # only the changed paths: drop them, add back those that pass now
+            fresh = allowed_paths(filters, self.catalog, self.tags, within=changed, **lookup)
+            paths = (known.paths - set(changed)) | fresh
+        return self._answer(generation, frozenset(paths))
+
+    def _answer(self, generation: int, paths: frozenset[str]) -> Allowed:
+        total = len(paths) if not paths else self.catalog.note_count()
+
+        def load() -> set[str]:
+            if len(paths) >= WIDE_SHARE * total:  # most notes: every id, those of others dropped
+                every = self.catalog.all_chunk_ids()
+                return {cid for cid in every if cid.rpartition("#")[0] in paths}
+            by_path = self.catalog.chunk_ids_by_path(paths=set(paths))
+            return set().union(*by_path.values())
+
+        return Allowed(generation, ChunkIds(paths, total, load), paths)

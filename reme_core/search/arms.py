@@ -10,6 +10,7 @@ from reme_core.components import KeywordIndex
 # (``VectorIndex.rank``); importing it from here keeps working.
 from reme_core.errors import ArmUnavailable as ArmUnavailable
 from reme_core.schema import SearchFilters
+from reme_core.search.allowed import ChunkIds
 
 
 class SearchArm(Protocol):
@@ -35,7 +36,22 @@ class KeywordArm:
     def rank(
         self, query: str, limit: int, allowed_ids: set[str], filters: SearchFilters
     ) -> list[tuple[str, float]]:
-        return self.index.search(query, limit, allowed_ids)
+        if not isinstance(allowed_ids, ChunkIds):
+            return self.index.search(query, limit, allowed_ids)
+        if not allowed_ids or limit <= 0:
+            return []
+        if not allowed_ids.wide:  # a narrow filter: the index masks its chunks
+            return self.index.search(query, limit, allowed_ids.materialised())
+        # Most notes pass (the default filters): rank unfiltered, drop the hits that fail, and
+        # ask for more while too few are left and the index has more. The index's order is one
+        # total order (score, then id), so what is kept is the filtered ranking's top.
+        k = limit + max(limit, 8)
+        while True:
+            hits = self.index.search(query, k, None)
+            kept = [hit for hit in hits if hit[0] in allowed_ids]
+            if len(kept) >= limit or len(hits) < k:
+                return kept[:limit]
+            k *= 4
 
 
 class VectorSource(Protocol):

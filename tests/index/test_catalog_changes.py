@@ -107,11 +107,11 @@ FILTER_SETS = [
 def test_allowed_sets_follow_every_kind_of_write(reme: Reme, monkeypatch: pytest.MonkeyPatch):
     cache = AllowedCache(reme.catalog, reme.tags)
     lookups: list[set[str] | None] = []
-    chunk_ids = reme.catalog.chunk_ids_by_path
+    chunked_paths = reme.catalog.chunked_paths
 
-    def spy(**kwargs: Any) -> dict[str, list[str]]:
+    def spy(**kwargs: Any) -> set[str]:
         lookups.append(kwargs.get("paths"))
-        return chunk_ids(**kwargs)
+        return chunked_paths(**kwargs)
 
     def check() -> list[set[str] | None]:
         """Each cached set equals a fresh computation; returns the cache's own lookups."""
@@ -123,7 +123,7 @@ def test_allowed_sets_follow_every_kind_of_write(reme: Reme, monkeypatch: pytest
             assert answer.paths == {cid.rsplit("#", 1)[0] for cid in answer.ids}
         return made
 
-    monkeypatch.setattr(reme.catalog, "chunk_ids_by_path", spy)
+    monkeypatch.setattr(reme.catalog, "chunked_paths", spy)
     assert len(check()) == len(FILTER_SETS)  # the first time: one full lookup per filter set
     assert check() == []  # nothing changed: all cached
     new = "digest/wiki/pgbouncer.md"
@@ -146,20 +146,20 @@ def test_searches_needing_the_same_set_compute_it_once(reme: Reme, monkeypatch: 
     cache = AllowedCache(reme.catalog, reme.tags)
     computing, go_on, waiting = threading.Event(), threading.Event(), threading.Event()
     calls: list[int] = []
-    chunk_ids = reme.catalog.chunk_ids_by_path
+    chunked_paths = reme.catalog.chunked_paths
 
-    def slow_chunk_ids(**kwargs: Any) -> dict[str, list[str]]:
+    def slow_chunked_paths(**kwargs: Any) -> set[str]:
         calls.append(1)
         computing.set()
         assert go_on.wait(DEADLINE_S)
-        return chunk_ids(**kwargs)
+        return chunked_paths(**kwargs)
 
     class SignallingFuture(Future):
         def result(self, timeout: float | None = None) -> Any:
             waiting.set()  # a second search waits for the first one's answer
             return super().result(timeout)
 
-    monkeypatch.setattr(reme.catalog, "chunk_ids_by_path", slow_chunk_ids)
+    monkeypatch.setattr(reme.catalog, "chunked_paths", slow_chunked_paths)
     monkeypatch.setattr(allowed_module, "Future", SignallingFuture)
     answers: list[Any] = []
     threads = [threading.Thread(target=lambda: answers.append(cache.get(SearchFilters())))]

@@ -22,10 +22,10 @@ def test_the_first_search_after_a_warm_up_reads_no_catalog_rows(
     with Reme.open(root, plugins=make_plugins(), env=KEYWORD_ONLY_ENV) as reme:
         assert reme.warm_up() is False  # keyword-only: no model to load, the rest is warmed
         computed: list[object] = []
-        real = allowed_module.allowed_by_path
+        real = allowed_module.allowed_paths
         monkeypatch.setattr(
             allowed_module,
-            "allowed_by_path",
+            "allowed_paths",
             lambda *args, **kwargs: computed.append(args) or real(*args, **kwargs),
         )
         hits = reme.search("deploy", limit=3).hits
