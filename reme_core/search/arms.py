@@ -22,6 +22,8 @@ class SearchArm(Protocol):
         """``(chunk_id, arm score)`` best first, only ids in ``allowed_ids``.
 
         ``filters`` are what ``allowed_ids`` was computed from, for arms that push them down.
+        The engine passes a ``ChunkIds``: asking whether an id is in it is one lookup of the
+        id's path; iterating it or taking its ``len`` builds every id once (``materialised``).
         """
 
 
