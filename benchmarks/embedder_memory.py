@@ -17,8 +17,8 @@ is its own:
 Sides: ``keyword`` (components.embedding and file_store null), ``hybrid`` (the defaults) and,
 with ``--old``, ``hybrid-old``: the defaults with this tree's e5-onnx given back the three things
 that cost most before issue 21's lean embedder (the ``tokenizers`` library's unigram model as its
-tokenizer, onnxruntime's memory arena on, a passage batch spread over one worker per core); with ``--baseline-src``, ``before``: the defaults with
-the ``DIR`` tree on PYTHONPATH (the whole embedder as it was). Ratios are against ``keyword``. The built ONNX model is made (if missing) before any
+tokenizer, onnxruntime's memory arena on, a passage batch spread over one worker per core); with ``--baseline-src``, ``keyword-before`` and ``before``: keyword-only and the
+defaults with the ``DIR`` tree on PYTHONPATH (the whole tree as it was). Ratios are against ``keyword``. The built ONNX model is made (if missing) before any
 stage, so no stage pays for building it.
 """
 
@@ -41,7 +41,14 @@ sys.path.insert(0, str(HERE))
 from synthetic import generate_workspace  # noqa: E402
 
 KEYWORD_ONLY = ["components.embedding=null", "components.file_store=null"]
-SIDES = {"keyword": KEYWORD_ONLY, "hybrid": [], "hybrid-old": [], "before": []}
+SIDES = {
+    "keyword": KEYWORD_ONLY,
+    "hybrid": [],
+    "hybrid-old": [],
+    "keyword-before": KEYWORD_ONLY,
+    "before": [],
+}
+BASELINE_SIDES = ("keyword-before", "before")  # run with --baseline-src's tree
 STAGES = ("open", "index", "query")
 QUERIES = [
     "why did the deploy fail",
@@ -133,7 +140,7 @@ def child(side: str, stage: str, workspace: Path) -> dict:
 
 def run_stage(side: str, stage: str, workspace: Path, baseline: Path | None) -> dict:
     env = dict(os.environ)
-    if side == "before" and baseline is not None:
+    if side in BASELINE_SIDES and baseline is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(baseline), env.get("PYTHONPATH")]))
     done = subprocess.run(
         [sys.executable, __file__, "--child", side, stage, str(workspace)],
@@ -206,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sides = ["keyword", "hybrid", *(["hybrid-old"] if args.old else [])]
     if args.baseline_src:
-        sides.append("before")
+        sides += BASELINE_SIDES
     scratch = Path(tempfile.mkdtemp(prefix="reme-embedder-memory-"))
     try:
         results = measure(args.notes, sides, args.seed, scratch, args.baseline_src)

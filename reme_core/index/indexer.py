@@ -173,6 +173,7 @@ class Indexer(FilePreparation):
             disk = set(on_disk)
             removed = sorted(set(known) - disk)
             plan = self._prepare(changed, removed, added=disk - set(known), stats=stats)
+            del changed  # the files' bytes: the plan holds their text, the keyword build is next
             plan.forget = sorted(p for p in repair if p not in disk and p not in known)
             if self.vectors is not None and self.vectors.available:
                 # Their vectors may be stale under the same chunk ids: store them again from the
@@ -267,6 +268,7 @@ class Indexer(FilePreparation):
             changed = {path: self._read(path) or b"" for path in listing}
             stats = {path: FileStat.settled(st, clock) for path, st in listing.items()}
             plan = self._prepare(changed, [], added=set(), relink=False, stats=stats)
+            del changed  # the files' bytes: the plan holds their text, the keyword build is next
             plan.clear_first = True
             report = self._apply(plan)
             report.problems.update(self._record_unnamable(odd, complete=True))

@@ -65,6 +65,7 @@ _DTYPE = "float32"
 _INT_DTYPE = "int32"
 _DELTA = 0.5  # bm25l and bm25+
 _NONOCCURRENCE = ("bm25l", "bm25+")  # methods that score the tokens a chunk lacks
+_SCORE_BLOCK = 1 << 16  # postings scored at a time
 # (idf_method: the method's own.)
 
 
@@ -112,17 +113,20 @@ def _main_segment(corpus: _CorpusIds, *, k1: float, b: float, method: str) -> _S
     vocab = {token: i for i, token in enumerate(unique)}
     del unique
     n_vocab = len(vocab)
-    renumber = np.fromiter((vocab[token] for token in first), np.int64, len(first))
+    renumber = np.fromiter((vocab[token] for token in first), np.int32, len(first))
     del first
     lengths = corpus.token_counts()
     n_docs = len(lengths)
     avg_doc_len = lengths.mean()
     token = renumber[np.frombuffer(corpus.tokens, dtype=np.uint32)]
     del renumber
-    doc = np.repeat(np.arange(n_docs, dtype=np.int64), np.frombuffer(corpus.postings, np.int64))
-    # CSC order: by token, then by chunk (bm25s sorts the packed (token, chunk) pairs).
-    order = np.argsort(token * n_docs + doc)
-    token, doc = token[order], doc[order]
+    # CSC order: by token, then by chunk (bm25s sorts the packed (token, chunk) pairs). The
+    # postings are chunk by chunk and a chunk's tokens are distinct, so a stable sort by token
+    # alone gives that order.
+    order = np.argsort(token, kind="stable")
+    token = token[order]
+    doc = np.repeat(np.arange(n_docs, dtype=_INT_DTYPE), np.frombuffer(corpus.postings, np.int64))
+    doc = doc[order]
     tf = np.frombuffer(corpus.counts, dtype=np.uint32)[order].astype(_DTYPE)
     del order
     doc_counts = np.bincount(token, minlength=n_vocab)
@@ -148,21 +152,24 @@ def _main_segment(corpus: _CorpusIds, *, k1: float, b: float, method: str) -> _S
     )
     del doc_frequencies
     # The same float operations bm25s does per chunk (a float64 length term, float32 counts and
-    # idf), over every posting at once.
-    tfc = tfc_fn(tf_array=tf, l_d=lengths[doc], l_avg=avg_doc_len, k1=k1, b=b, delta=_DELTA)
-    del tf
-    scores = idf[token] * tfc
-    del tfc
-    if method in ("bm25l", "bm25+"):
-        scores -= nonoccurrence[token]
-    del token
+    # idf, float32 stored), a block of postings at a time: its float64 temporaries stay small.
+    data = np.empty(len(token), dtype=_DTYPE)
+    for start in range(0, len(token), _SCORE_BLOCK):
+        block = slice(start, start + _SCORE_BLOCK)
+        tokens = token[block]
+        tfc = tfc_fn(
+            tf_array=tf[block], l_d=lengths[doc[block]], l_avg=avg_doc_len, k1=k1, b=b, delta=_DELTA
+        )
+        scores = idf[tokens] * tfc
+        if nonoccurrence is not None:
+            scores -= nonoccurrence[tokens]
+        data[block] = scores
+    del token, tf
     indptr = np.zeros(n_vocab + 1, dtype=np.int64)
     np.cumsum(doc_counts, out=indptr[1:])
     if "" not in vocab:  # bm25s's "empty token", numbered after the rest
         vocab[""] = max(vocab.values()) + 1
-    return _Segment(
-        scores.astype(_DTYPE), doc.astype(_INT_DTYPE), indptr, vocab, n_docs, nonoccurrence
-    )
+    return _Segment(data, doc, indptr, vocab, n_docs, nonoccurrence)
 
 
 def release_memory() -> None:

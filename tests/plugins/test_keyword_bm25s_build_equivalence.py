@@ -88,8 +88,11 @@ def _same(old: build._Segment | None, new: build._Segment | None) -> None:
 
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_counted_corpus_builds_what_bm25s_built(method: str, seed: int) -> None:
+def test_counted_corpus_builds_what_bm25s_built(
+    method: str, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rnd = random.Random(seed)
+    monkeypatch.setattr(build, "_SCORE_BLOCK", [7, 1000, 1 << 16][seed])  # scored in blocks
     tokenizer = Tokenizer()
     corpus = [tokenizer(text) for text in _random_texts(rnd, rnd.choice([1, 7, 300]))]
     counted = build._CorpusIds()
