@@ -38,12 +38,16 @@ class ChunkIds(AbstractSet[str]):
     10,000 notes, ~0.1 s); most arms only ask whether their own hits pass. What needs the ids
     themselves (iterating, ``len``, a keyword index's mask) gets them from ``materialised``, read
     from the catalog once and kept (one set object: arms cache what they derive from it).
+
+    An arm's ids are the catalog's (the indexer changes both in one exclusive section). An id the
+    catalog lacks whose note passes (a projection left behind by a failed write) passes too,
+    where the chunk ids once masked it; the engine drops it when it reads the hits (``hit_rows``).
     """
 
     def __init__(self, paths: frozenset[str], total: int, load: Callable[[], set[str]]):
         self.paths = paths
         self.total = total
-        """Notes with a chunk in the catalog (``wide`` compares ``paths`` with it)."""
+        """Notes in the catalog (``wide`` compares ``paths`` with it)."""
         self._load = load
         self._ids: set[str] | None = None
         self._lock = threading.Lock()
