@@ -240,17 +240,7 @@ class CatalogQueries:
         paths: set[str] | None = None,
     ) -> dict[str, list[str]]:
         """``chunk_ids`` grouped by note path (a covering index answers it: no chunk is read)."""
-        clauses: list[str] = []
-        params: list[object] = []
-        if statuses is not None:
-            clauses.append(f"n.status IN ({','.join('?' * len(statuses))})")
-            params.extend(statuses)
-        if since is not None:
-            clauses.append("n.date >= ?")
-            params.append(since.isoformat())
-        if until is not None:
-            clauses.append("n.date <= ?")
-            params.append(until.isoformat())
+        clauses, params = _note_clauses(statuses, since, until)
         where = " AND ".join(clauses) or "1"
         sql = (
             "SELECT c.path || '#' || c.ordinal, c.path FROM chunks c JOIN notes n"
@@ -284,17 +274,8 @@ class CatalogQueries:
         """The paths of the notes with at least one chunk that pass every filter given: the
         keys of ``chunk_ids_by_path`` with the same filters, from one row per note (no chunk
         id is built: at 10,000 notes that query made 57k rows, this one 10k)."""
-        clauses: list[str] = ["EXISTS (SELECT 1 FROM chunks c WHERE c.path = n.path)"]
-        params: list[object] = []
-        if statuses is not None:
-            clauses.append(f"n.status IN ({','.join('?' * len(statuses))})")
-            params.extend(statuses)
-        if since is not None:
-            clauses.append("n.date >= ?")
-            params.append(since.isoformat())
-        if until is not None:
-            clauses.append("n.date <= ?")
-            params.append(until.isoformat())
+        clauses, params = _note_clauses(statuses, since, until)
+        clauses.insert(0, "EXISTS (SELECT 1 FROM chunks c WHERE c.path = n.path)")
         sql = f"SELECT n.path FROM notes n WHERE {' AND '.join(clauses)}"
         with self._read() as db:
             rows = rows_of_paths(
@@ -376,3 +357,21 @@ def _matches_any(path: str, patterns: Sequence[str]) -> bool:
 
 def _hex_digest(text: str) -> str:
     return spans.digest(text).hex()
+
+
+def _note_clauses(
+    statuses: Sequence[str] | None, since: dt.date | None, until: dt.date | None
+) -> tuple[list[str], list[object]]:
+    """The WHERE clauses (over the notes table as ``n``) and parameters of the note filters."""
+    clauses: list[str] = []
+    params: list[object] = []
+    if statuses is not None:
+        clauses.append(f"n.status IN ({','.join('?' * len(statuses))})")
+        params.extend(statuses)
+    if since is not None:
+        clauses.append("n.date >= ?")
+        params.append(since.isoformat())
+    if until is not None:
+        clauses.append("n.date <= ?")
+        params.append(until.isoformat())
+    return clauses, params
