@@ -15,6 +15,7 @@ from reme_core.cli.search_cmd import sync_before_search
 from reme_core.errors import RemeError
 from reme_core.runtime import Reme
 from reme_core.workspace.history import SnapshotRevertError, refusal
+from reme_core.workspace.history_entries import PurgeRevertError
 
 
 def parse_param(item: str) -> tuple[str, Any]:
@@ -123,7 +124,9 @@ def revert_command(
             emit(plan, as_json, lambda p: p.describe())
             return
         refused = refusal(plan, force=force, confirm=yes)
-        if refused is not None and (as_json or isinstance(refused, SnapshotRevertError)):
+        if refused is not None and (
+            as_json or isinstance(refused, (SnapshotRevertError, PurgeRevertError))
+        ):
             raise refused  # JSON never prompts; a snapshot needs --force first
         if not (yes or as_json) and (refused is not None or plan.kind == "snapshot"):
             click.echo(plan.describe(), err=True)  # deletes files, or undoes edits made by hand

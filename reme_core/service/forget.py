@@ -43,6 +43,7 @@ from reme_core.runtime import Reme
 from reme_core.service.forget_digests import Citations, citations, unlink_digests
 from reme_core.service.forget_proof import proof_needles, traces, unshared
 from reme_core.workspace.history import HistoryError
+from reme_core.workspace.history_entries import PURGE_REWRITE
 from reme_core.workspace.history_purge import blobs_holding, purge_history
 from reme_core.workspace.notes import parse_note
 from reme_core.workspace.paths import is_internal
@@ -319,7 +320,7 @@ def _record_rewritten(reme: Reme, removed: Purged) -> None:
     id stays valid); its message names the files, never the purged notes."""
     if not removed.rewritten:
         return
-    message = "reme forget: a purged note taken out of " + ", ".join(removed.rewritten)
+    message = PURGE_REWRITE + ", ".join(removed.rewritten)
     try:
         removed.rewritten_history = reme.history.record(message)
     except HistoryError as exc:

@@ -15,6 +15,11 @@ API_WRITES = "reme: writes through the API"
 """The message of the changes reme's file tools made between runs (the journal says so)."""
 BASELINE = "reme: baseline, the workspace when its history began"
 """The message of a workspace's first commit."""
+PURGE_REWRITE = "reme forget: a purged note taken out of "
+"""How the entry starts that a purge records for the files pipelines keep beside the notes (the
+proactive topics): its earlier versions left the history with the note, so it is part of the
+purge, which cannot be undone, and reverting it is refused. (The digests' unlinking,
+``reme forget --purge: unlinked ...``, is an edit of the user's notes and stays revertible.)"""
 _WRITE_VERBS = tuple(f"reme: {op} " for op in ("write", "edit", "frontmatter", "delete", "move"))
 """How the commit of one file-tool change starts (``reme: delete digest/wiki/x.md``)."""
 
@@ -110,12 +115,25 @@ class SnapshotRevertError(RevertRefusedError):
     ``force``."""
 
 
+class PurgeRevertError(RevertRefusedError):
+    """The entry is part of a purge (``reme forget --purge``), which cannot be undone: no
+    revert of it runs, ``force`` or not."""
+
+
 class RevertConfirmationError(RevertRefusedError):
     """The revert would delete files; it runs only with ``confirm=True`` (``--yes``)."""
 
 
 def refusal(plan: RevertPlan, *, force: bool, confirm: bool) -> RevertRefusedError | None:
     """Why a revert with this plan must not run without more consent; None when it may."""
+    if plan.message.startswith(PURGE_REWRITE):
+        return PurgeRevertError(
+            f"{plan.run} is part of a purge (reme forget --purge), which cannot be undone: the "
+            "versions it replaced were taken out of the history with the purged note, so "
+            "reverting it cannot bring them back, and would only undo the clean-up of "
+            f"{', '.join(plan.files) or 'its files'}; nothing was changed",
+            plan,
+        )
     if plan.kind == "baseline" and not force:
         return SnapshotRevertError(
             f"{plan.run} is the baseline (the workspace when its history began), not a run: "

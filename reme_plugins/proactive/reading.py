@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reme_core.api import (
+    FrontmatterError,
     Llm,
     LlmError,
     ProactiveTopics,
@@ -15,12 +16,16 @@ from reme_core.api import (
     content_hash,
     estimate_tokens,
     head_lines,
+    parse_note,
 )
 
 from .models import Answer, Rejected, answer_model
 from .update import DAILY_NOTE
 
 PART_OVERHEAD_TOKENS = 30
+LEFT_OUT = frozenset({"archived", "superseded"})
+"""The statuses of the daily notes a run does not take as evidence (``reme forget`` archives;
+a revert of that makes the note active again, with the bytes it was read with)."""
 
 
 @dataclass(frozen=True)
@@ -50,7 +55,8 @@ def read_topics(reme: Any) -> TopicsFile:
 
 def changed_notes(reme: Any, read: dict[str, str]) -> tuple[list[DailyNote], dict[str, str]]:
     """Daily notes (``daily/YYYY-MM-DD/*.md``) whose hash is not the one read, oldest first; and
-    the ones that could not be read, with why."""
+    the ones that could not be read, with why. An archived (forgotten) or superseded note is no
+    evidence and is left out: archiving changes its bytes, which would otherwise read as news."""
     notes: list[DailyNote] = []
     problems: dict[str, str] = {}
     limit = reme.settings.index.max_file_bytes
@@ -68,10 +74,17 @@ def changed_notes(reme: Any, read: dict[str, str]) -> tuple[list[DailyNote], dic
             problems[rel] = f"cannot be read as UTF-8 text: {exc}"
             continue
         digest = content_hash(data)
-        if read.get(rel) != digest:
+        if read.get(rel) != digest and not _left_out(rel, text):
             notes.append(DailyNote(rel, digest, text))
     notes.sort(key=lambda n: n.path)  # daily/<day>/: by day, then name
     return notes, problems
+
+
+def _left_out(rel: str, text: str) -> bool:
+    try:
+        return parse_note(rel, text).status in LEFT_OUT
+    except FrontmatterError:
+        return False  # read as text, as before (the model sees what is there)
 
 
 def batches(notes: Sequence[DailyNote], budget: int) -> list[list[DailyNote]]:

@@ -16,9 +16,10 @@ from pipelines.test_auto_resource_images import notes_written, open_workspace, p
 from pipelines.test_proactive_support import CURSOR, NOTE, TOPICS, Workspace, daily, event, new
 from pydantic import ValidationError
 
-from reme_core.api import topic_id
+from reme_core.api import ReviewApi, topic_id
 from reme_core.cli import cli
 from reme_core.service.operations import OPERATIONS
+from reme_core.workspace.history_entries import PurgeRevertError
 
 TOKEN = "zebraquill7731"
 KEEP = "daily/2026-11-01/planning.md"
@@ -240,3 +241,95 @@ def test_keep_sources_goes_with_purge_only(root: Path) -> None:
         with pytest.raises(ValidationError, match="keep_sources goes with purge"):
             forget(reme, path=done["note"], keep_sources=True)
         assert (root / done["note"]).exists()
+
+
+def _traces(root: Path) -> list[str]:
+    """What still holds the purged note: files under the workspace (``.reme/`` included), and
+    the history's objects."""
+    found = grep(root, TOKEN) + grep(root, "daily/2026-11-02/budget")
+    if TOKEN.encode() in history_objects(root):
+        found.append("history")
+    return found
+
+
+def test_the_purges_own_history_entry_cannot_be_reverted(ws: Workspace) -> None:
+    reme = ws.reme
+    assert reme is not None
+    report = forget(reme, path=GONE, purge=True, confirm=True)
+    run = report["removed"]["rewritten_history"]
+    assert run is not None and report["remaining"] == []
+    before, entries = ws.tree(), len(reme.history.entries(100))
+    for consent in ({}, {"confirm": True}, {"confirm": True, "force": True}):
+        with pytest.raises(
+            PurgeRevertError, match=r"part of a purge .* cannot be undone"
+        ) as refused:
+            OPERATIONS["revert"].call(reme, {"run": run, **consent})
+        assert "nothing was changed" in str(refused.value)
+    assert ws.tree() == before and len(reme.history.entries(100)) == entries
+    assert topic_id(ONLY, GONE) not in {t["id"] for t in ws.topics()}
+    assert _traces(ws.root) == []
+    ws.close()
+
+    done = CliRunner().invoke(cli, ["revert", run, "--yes", "--workspace", str(ws.root)])
+    assert done.exit_code != 0 and "cannot be undone" in done.output, done.output
+    assert ws.tree() == before and _traces(ws.root) == []
+
+
+def test_a_pending_proposal_citing_the_purged_note_goes_with_it(ws: Workspace) -> None:
+    ws.overrides.append("pipelines.proactive.review=queue")
+    ws.write("daily/2026-11-05/later.md", daily("Later", "Sam still has to confirm the code."))
+    queued = ws.run(event("mentioned", T_ONLY, "daily/2026-11-05/later.md"))
+    (proposal,) = queued.outputs["proposals"]
+    assert proposal["status"] == "pending"
+    reme = ws.reme
+    assert reme is not None
+    report = forget(reme, path=GONE, purge=True, confirm=True)
+    assert report["removed"]["proposals"] == [proposal["id"]]
+    assert report["remaining"] == [], report
+    assert ReviewApi(reme).proposals(status="pending") == []
+    assert _traces(ws.root) == []
+
+
+def test_a_proposal_made_before_the_purge_is_refused_as_stale(ws: Workspace) -> None:
+    """Every proactive proposal holds the whole topics file, so one made while that file cited
+    the note cites it too and goes with the purge; should one come back (a copy of
+    ``.reme/proposals/`` restored), approving it is refused as stale and writes nothing."""
+    ws.overrides.append("pipelines.proactive.review=queue")
+    ws.write("daily/2026-11-05/later.md", daily("Later", "Renew the TLS certificate."))
+    queued = ws.run(new("Renew the TLS certificate", "daily/2026-11-05/later.md"))
+    (proposal,) = queued.outputs["proposals"]
+    reme = ws.reme
+    assert reme is not None
+    saved = ReviewApi(reme).store.path(proposal["id"])
+    kept = saved.read_bytes()
+    forget(reme, path=GONE, purge=True, confirm=True)
+    assert not saved.exists()
+    saved.write_bytes(kept)
+    before = ws.tree()
+    outcome = ReviewApi(reme).approve([proposal["id"]])
+    (refused,) = outcome.refused
+    assert outcome.succeeded == [] and refused.status == "stale"
+    assert "changed since the proposal" in refused.reason
+    assert {k: v for k, v in ws.tree().items() if k != CURSOR} == {
+        k: v for k, v in before.items() if k != CURSOR
+    }
+    assert TOKEN not in ws.read(TOPICS) and TOKEN not in ws.read(NOTE)
+
+
+def test_an_archived_note_is_no_new_evidence(ws: Workspace) -> None:
+    reme = ws.reme
+    assert reme is not None
+    archived = forget(reme, path=GONE)
+    assert archived["paths"] == [GONE] and "status: archived" in ws.read(GONE)
+    topics = ws.read(TOPICS)
+    again = ws.run()  # an empty script: any question to the model would fail the run
+    assert again.outputs["pending"] == [] and ws.llm.calls == []
+    assert ws.read(TOPICS) == topics
+    # A new archived note is left out too, until it is active again.
+    later = "daily/2026-11-05/later.md"
+    ws.write(later, "---\nstatus: archived\n---\n\n# Later\n\nRenew the TLS certificate.\n")
+    assert ws.run().outputs["pending"] == [] and ws.llm.calls == []
+    reverted = ws.open()
+    reverted.revert(archived["history"])
+    assert "status: archived" not in ws.read(GONE)
+    assert ws.run().outputs["pending"] == []  # the bytes it was read with: nothing new
