@@ -127,7 +127,7 @@ def revert_command(
         if refused is not None and (
             as_json or isinstance(refused, (SnapshotRevertError, PurgeRevertError))
         ):
-            raise refused  # JSON never prompts; a snapshot needs --force first
+            raise refused  # JSON never prompts; a snapshot needs --force, a purge never reverts
         if not (yes or as_json) and (refused is not None or plan.kind == "snapshot"):
             click.echo(plan.describe(), err=True)  # deletes files, or undoes edits made by hand
             if not click.confirm("Revert?", default=False, err=True):
