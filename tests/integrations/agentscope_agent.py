@@ -4,7 +4,8 @@ python of the AgentScope venv (``python agentscope_agent.py '<json spec>'``).
 The spec names the model endpoint (``model_url``, an OpenAI-compatible server), the memory
 (``workspace`` for embedded reme, or ``url`` + ``token`` for ``reme serve``), the ``question``
 and whether the model streams; ``spool``, where the memory keeps turns reme did not take;
-``state_in`` / ``state_out``, an AgentState JSON file to resume a session from / save it to. The agent is ``agentscope.agent.Agent`` (2.x's ReAct agent) with
+``state_in`` / ``state_out``, an AgentState JSON file to resume a session from / save it to;
+``timeout`` / ``capture_timeout``, the memory's bounds on an HTTP call (else its defaults). The agent is ``agentscope.agent.Agent`` (2.x's ReAct agent) with
 an ``OpenAIChatModel`` and ``RemeLongTermMemory`` as middleware and toolkit. Prints one JSON
 line: the final answer's text, the tools the agent had, and the agent's session id.
 """
@@ -27,7 +28,8 @@ from reme_agentscope import RemeLongTermMemory
 
 async def main(spec: dict) -> dict:
     where = {"workspace": spec["workspace"]} if spec.get("workspace") else {"url": spec["url"]}
-    memory = RemeLongTermMemory(**where, token=spec.get("token"), spool=spec.get("spool"))
+    bounds = {k: float(spec[k]) for k in ("timeout", "capture_timeout") if k in spec}
+    memory = RemeLongTermMemory(**where, token=spec.get("token"), spool=spec.get("spool"), **bounds)
     model = OpenAIChatModel(
         credential=OpenAICredential(api_key="sk-scripted-dummy", base_url=spec["model_url"]),
         model="gpt-scripted",

@@ -183,3 +183,36 @@ def free_port() -> int:
 def closed_port_url() -> str:
     """``http://127.0.0.1:PORT`` where nothing listens (``free_port``, its probe closed)."""
     return f"http://127.0.0.1:{free_port()}"
+
+
+@contextmanager
+def silent_server() -> Iterator[str]:
+    """``http://127.0.0.1:PORT`` of a socket that accepts every connection, reads what it is sent
+    and never answers (a server that hangs), closed on exit."""
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    listener.settimeout(0.2)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def hold() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:  # the accept timeout, or the listener closed
+                continue
+            held.append(conn)  # kept open, never written to
+
+    thread = threading.Thread(target=hold, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        for conn in held:
+            conn.close()
+        listener.close()

@@ -330,3 +330,33 @@ def _value(source: str) -> Any:
     allowed = (ast.Expression, ast.Constant, ast.BinOp, ast.Mult, ast.UnaryOp, ast.USub)
     assert all(isinstance(node, allowed) for node in ast.walk(tree)), source
     return eval(compile(tree, "<default>", "eval"), {"__builtins__": {}})
+
+
+def test_a_server_that_never_answers_holds_the_reply_only_for_the_bounds(
+    agentscope_python: Path, served: Served, tmp_path: Path
+) -> None:
+    """A reme server that accepts the connection and never answers: with the default bounds the
+    search fails after 10 s and the capture after 5 s (not the HTTP client's 60), the agent
+    answers, capture logs one line and the turn waits in the spool; the next capture with a good
+    server saves it and empties the spool."""
+    spool = tmp_path / "spool"
+    with hosts.silent_server() as silent:
+        result, script = ask_agent(
+            agentscope_python, {"url": silent, "token": served.token, "spool": str(spool)}
+        )
+    assert result["answer"].startswith("From the workspace: Error: memory search failed")
+    assert "did not answer search within 10 s" in script.tool_outputs()[-1], script.tool_outputs()
+    warnings = capture_warnings(result)
+    assert len(warnings) == 1, result["_context"]
+    assert "did not answer auto_memory within 5 s" in warnings[0], warnings[0]
+    assert "kept in" in warnings[0], warnings[0]
+    session = f"agentscope-{result['session_id']}"
+    assert spooled(spool) == {session: [QUESTION]}, result["_context"]
+    last, script = ask_agent(
+        agentscope_python, {"url": served.url, "token": served.token, "spool": str(spool)}
+    )
+    assert_recalled(last, script)
+    assert capture_warnings(last) == [], last["_context"]
+    assert spooled(spool) == {}
+    users = [t["content"] for t in saved_turns(served.workspace, result["session_id"])]
+    assert users[0] == QUESTION and "Error" in users[-1], users

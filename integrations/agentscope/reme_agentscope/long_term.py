@@ -16,7 +16,10 @@ the session's note under ``daily/<date>/`` links to it (summarised when reme has
 Storage is a workspace in this process (``workspace=``) or a running ``reme serve``
 (``url=``, ``token=``; recording needs a write token). A failing store never fails the agent:
 the tool answers with the error line, and capture logs one warning and keeps the turns reme did
-not take in a spool folder (spool.py), sent first by the next capture of any session. Each turn
+not take in a spool folder (spool.py), sent first by the next capture of any session. Over HTTP
+every call is bounded: a server that accepts the connection and never answers holds a search
+for ``timeout`` seconds (default 10) and the capture after a reply for ``capture_timeout``
+(default 5), after which the turns go to the spool with one log line. Each turn
 carries its message id, so a message said twice is two turns and one sent again is one.
 """
 
@@ -36,7 +39,15 @@ from agentscope.tool import FunctionTool, ToolChunk
 
 from reme_agentscope.messages import flatten, turns, without_hints
 from reme_agentscope.spool import LOCK, Spool, default_spool
-from reme_agentscope.store import EmbeddedStore, HttpStore, Store, StoreError
+from reme_agentscope.store import (
+    CAPTURE_TIMEOUT_S,
+    SEARCH_TIMEOUT_S,
+    EmbeddedStore,
+    HttpStore,
+    Store,
+    StoreError,
+    check_seconds,
+)
 from reme_core.api import format_hits
 
 if TYPE_CHECKING:
@@ -68,6 +79,8 @@ class RemeLongTermMemory(MiddlewareBase):
         capture: bool = True,
         overrides: tuple[str, ...] = (),
         spool: str | Path | None = None,
+        timeout: float = SEARCH_TIMEOUT_S,
+        capture_timeout: float = CAPTURE_TIMEOUT_S,
     ):
         if (workspace is None) == (url is None):
             raise ValueError("give exactly one of workspace= (embedded) or url= (reme serve)")
@@ -75,8 +88,12 @@ class RemeLongTermMemory(MiddlewareBase):
             raise ValueError(f"limit must be 1 to 50, got {limit}")
         if not 0 <= float(min_score) <= 1:
             raise ValueError(f"min_score must be in [0, 1], got {min_score}")
+        check_seconds("timeout", timeout)
+        check_seconds("capture_timeout", capture_timeout)
         self.store: Store = (
-            EmbeddedStore(workspace, overrides) if workspace is not None else HttpStore(url, token)  # type: ignore[arg-type]
+            EmbeddedStore(workspace, overrides)
+            if workspace is not None
+            else HttpStore(url, token, timeout=timeout, capture_timeout=capture_timeout)  # type: ignore[arg-type]
         )
         target = str(self.store.workspace) if isinstance(self.store, EmbeddedStore) else url
         self.spool = Spool(spool if spool is not None else default_spool(str(target)))

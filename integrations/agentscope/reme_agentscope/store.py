@@ -78,9 +78,23 @@ class EmbeddedStore:
             reme.close()
 
 
+SEARCH_TIMEOUT_S = 10.0
+CAPTURE_TIMEOUT_S = 5.0
+
+
+def check_seconds(name: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 600:
+        raise ValueError(f"{name} must be seconds in (0, 600], got {value!r}")
+    return float(value)
+
+
 class HttpStore:
     """A running ``reme serve`` at ``url``: ``POST /api/v1/search`` (a read token may) and
-    ``POST /api/v1/auto_memory`` (needs a write token). ``token`` defaults to ``$REME_TOKEN``."""
+    ``POST /api/v1/auto_memory`` (needs a write token). ``token`` defaults to ``$REME_TOKEN``.
+
+    Every call is bounded, so a server that accepts the connection and never answers holds the
+    agent for at most ``timeout`` (search) or ``capture_timeout`` (auto_memory) seconds, then
+    raises StoreError (retry): capture keeps the turns in the spool for the next capture."""
 
     def __init__(
         self,
@@ -88,8 +102,11 @@ class HttpStore:
         token: str | None = None,
         *,
         workspace: str | None = None,
-        timeout: float = 60.0,
+        timeout: float = SEARCH_TIMEOUT_S,
+        capture_timeout: float = CAPTURE_TIMEOUT_S,
     ):
+        timeout = check_seconds("timeout", timeout)
+        self.capture_timeout = check_seconds("capture_timeout", capture_timeout)
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"url must be the http(s) address of reme serve, got {url!r}")
         token = token or os.environ.get(TOKEN_ENV, "").strip() or None
@@ -101,9 +118,15 @@ class HttpStore:
         self.url = url.rstrip("/")
         self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
 
-    def _call(self, operation: str, payload: dict[str, Any]) -> Any:
+    def _call(self, operation: str, payload: dict[str, Any], timeout: float | None = None) -> Any:
+        limit = self._http.timeout if timeout is None else httpx.Timeout(timeout)
         try:
-            response = self._http.post(f"/api/v1/{operation}", json=payload)
+            response = self._http.post(f"/api/v1/{operation}", json=payload, timeout=limit)
+        except httpx.TimeoutException:
+            seconds = limit.read if limit.read is not None else limit.connect
+            raise StoreError(
+                f"reme at {self.url} did not answer {operation} within {seconds:g} s"
+            ) from None
         except httpx.HTTPError as exc:
             raise StoreError(f"cannot reach reme at {self.url}: {exc}") from None
         try:
@@ -124,7 +147,11 @@ class HttpStore:
         return SearchResponse.model_validate(body)
 
     def record(self, session_id: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        body = self._call("auto_memory", {"session_id": session_id, "messages": messages})
+        body = self._call(
+            "auto_memory",
+            {"session_id": session_id, "messages": messages},
+            timeout=self.capture_timeout,
+        )
         outputs = body.get("outputs", body) if isinstance(body, dict) else {}
         return dict(outputs)
 
