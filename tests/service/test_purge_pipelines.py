@@ -259,6 +259,11 @@ def test_the_purges_own_history_entry_cannot_be_reverted(ws: Workspace) -> None:
     run = report["removed"]["rewritten_history"]
     assert run is not None and report["remaining"] == []
     before, entries = ws.tree(), len(reme.history.entries(100))
+    for op in ("history_show", "revert"):
+        payload = {"run": run} | ({"dry_run": True} if op == "revert" else {})
+        assert "cannot be undone" in OPERATIONS[op].call(reme, payload)["not_revertible"]
+    archived = OPERATIONS["history_show"].call(reme, {"run": reme.history.entries(100)[1].run})
+    assert archived["not_revertible"] is None
     for consent in ({}, {"confirm": True}, {"confirm": True, "force": True}):
         with pytest.raises(
             PurgeRevertError, match=r"part of a purge .* cannot be undone"
