@@ -188,6 +188,7 @@ def ask_then_recover(
     backend: dict[str, Any],
     session: str,
     between: Callable[[dict[str, Any]], None],
+    tool_outputs: list[str] | None = None,
 ) -> dict[str, Any]:
     """A turn with ``token`` and ``backend``, checked by ``between``, then, in the same QwenPaw
     home, a turn of session ``<session>-next`` with the write token and reme serve's url, whose
@@ -196,6 +197,8 @@ def ask_then_recover(
     with ScriptedServer(script) as model:
         env = set_up(python, tmp, f"{model.url}/v1", backend, token)
         between(_turns(python, env, tmp, script, (QUESTION,), session, "RemeMemoryManager"))
+        if tool_outputs is not None:  # what the tool answered in that first turn
+            tool_outputs.extend(script.tool_outputs())
         agent_json = tmp / "qwenpaw" / "workspaces" / "default" / "agent.json"
         agent = json.loads(agent_json.read_text(encoding="utf-8"))
         agent["running"]["memory_backend_configs"] = {"reme": {"url": served.url}}
@@ -311,6 +314,43 @@ def test_qwenpaw_with_reme_down_still_answers(
     assert len(warnings) == 1 and "cannot reach reme" in warnings[0], result["_stderr"][-3000:]
     assert [t["status"] for t in result["tasks"]] == ["completed"], result["tasks"]
     assert spooled(tmp_path, "kiln-1") == [QUESTION]  # kept for the next capture
+
+
+def test_a_server_that_never_answers_holds_the_reply_only_for_the_search_bound(
+    qwenpaw_python: Path, served: Served, tmp_path: Path
+) -> None:
+    """reme accepts the connection and never answers: the search (in the reply) fails after the
+    default search_timeout, 10 s, not the 30 s of timeout, and the agent still answers; the
+    capture (QwenPaw's background worker) fails after its timeout with one line and keeps the
+    turn, which the next capture with a good server saves."""
+
+    def hung(first: dict[str, Any]) -> None:
+        assert first["answer"].startswith("From the workspace: Error: memory search failed"), first
+        warnings = [
+            line for line in first["_stderr"].splitlines() if "reme capture skipped" in line
+        ]
+        assert len(warnings) == 1, first["_stderr"][-3000:]
+        assert "did not answer auto_memory within 3 s" in warnings[0], warnings
+        assert [t["status"] for t in first["tasks"]] == ["completed"], first["tasks"]
+        assert spooled(tmp_path, "kiln-hung") == [QUESTION], first["_context"]
+
+    with hosts.silent_server() as silent:
+        script_outputs: list[str] = []
+        last = ask_then_recover(
+            qwenpaw_python,
+            tmp_path,
+            served,
+            served.token,
+            {"url": silent, "timeout": 3},
+            "kiln-hung",
+            hung,
+            script_outputs,
+        )
+    assert any("did not answer search within 10 s" in o for o in script_outputs), script_outputs
+    assert TOKEN_OF_FACT in last["answer"], last["_context"]
+    assert spooled(tmp_path, "kiln-hung") == []
+    path = served.workspace / "sessions" / "qwenpaw-kiln-hung.jsonl"
+    assert _user_turns(path) == [QUESTION], path
 
 
 APP_START_S = 180

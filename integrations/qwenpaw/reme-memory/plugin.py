@@ -13,7 +13,10 @@ QwenPaw's environment (QwenPaw ships ``httpx``). Its settings are the agent's
 - ``capture_every``: record the conversation after every N user turns (default 1; 0 = never);
 - ``auto_recall``: search reme with each user message before the model answers (default false;
   the agent always has the ``memory_search`` tool);
-- ``max_results`` (default 5) and ``timeout`` (seconds, default 30).
+- ``max_results`` (default 5); ``timeout`` (seconds a capture may take, default 30: captures run
+  in QwenPaw's background worker, never in the reply) and ``search_timeout`` (seconds a search
+  may take, default 10: the tool and auto-recall run in the reply, so a server that accepts and
+  never answers holds it no longer than this).
 
 Recall is QwenPaw's ``memory_search`` tool answering with ``POST /api/v1/search``; capture is
 QwenPaw's own auto-memory worker handing each batch of turns to ``POST /api/v1/auto_memory``
@@ -25,6 +28,7 @@ capture.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -44,7 +48,16 @@ logger = logging.getLogger("reme.qwenpaw")
 BACKEND_ID = "reme"
 SESSION_PREFIX = "qwenpaw-"
 SPOOL_DIR = "reme-spool"
-SETTINGS = {"url", "token", "workspace", "capture_every", "auto_recall", "max_results", "timeout"}
+SETTINGS = {
+    "url",
+    "token",
+    "workspace",
+    "capture_every",
+    "auto_recall",
+    "max_results",
+    "timeout",
+    "search_timeout",
+}
 PROMPT = (
     "You have a long-term memory (reme): call `memory_search` before answering questions about "
     "earlier work, decisions, people, preferences or facts you may have been told, and cite the "
@@ -84,10 +97,11 @@ def settings_of(config: Any) -> dict[str, Any]:
                 f"reme memory backend: {key} must be a whole number >= 0, got {value!r}"
             )
         out[key] = value
-    timeout = config.get("timeout", 30)
-    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
-        raise ValueError(f"reme memory backend: timeout must be seconds > 0, got {timeout!r}")
-    out["timeout"] = float(timeout)
+    for key, default in (("timeout", 30), ("search_timeout", 10)):
+        value = config.get(key, default)
+        if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
+            raise ValueError(f"reme memory backend: {key} must be seconds > 0, got {value!r}")
+        out[key] = float(value)
     if not isinstance(config.get("auto_recall", False), bool):
         raise ValueError("reme memory backend: auto_recall must be true or false")
     out["auto_recall"] = bool(config.get("auto_recall", False))
@@ -179,12 +193,18 @@ class RemeMemoryManager(BaseMemoryManager):
             self._http = None
         return True
 
-    async def _call(self, operation: str, payload: dict[str, Any]) -> Any:
+    async def _call(self, operation: str, payload: dict[str, Any], timeout: float) -> Any:
         if self._http is None:
             raise RuntimeError("reme memory backend is not started")
         where = self.settings["url"]
         try:
-            response = await self._http.post(f"/api/v1/{operation}", json=payload)
+            response = await self._http.post(
+                f"/api/v1/{operation}", json=payload, timeout=httpx.Timeout(timeout)
+            )
+        except httpx.TimeoutException:
+            raise RuntimeError(
+                f"reme at {where} did not answer {operation} within {timeout:g} s"
+            ) from None
         except httpx.HTTPError as exc:
             raise RuntimeError(f"cannot reach reme at {where}: {exc}") from None
         try:
@@ -216,7 +236,11 @@ class RemeMemoryManager(BaseMemoryManager):
             return _chunk("Error: query cannot be empty", ok=False)
         limit = max(1, int(max_results or self.settings["max_results"]))
         try:
-            body = await self._call("search", {"query": query, "limit": limit, "min_score": 0})
+            body = await self._call(
+                "search",
+                {"query": query, "limit": limit, "min_score": 0},
+                self.settings["search_timeout"],
+            )
         except RuntimeError as exc:
             return _chunk(f"Error: memory search failed: {exc}", ok=False)
         return _chunk(format_hits(body))
@@ -290,7 +314,11 @@ class RemeMemoryManager(BaseMemoryManager):
         recorded: list[str] = []
         for n, payload in enumerate(calls):
             try:
-                body = await self._call("auto_memory", payload)
+                body = await self._call("auto_memory", payload, self.settings["timeout"])
+            except asyncio.CancelledError:  # QwenPaw stopping its worker mid-call: keep the turns
+                for later in calls[n:]:
+                    self._keep(later)
+                raise
             except RuntimeError as exc:
                 for later in calls[n:]:
                     self._keep(later)
