@@ -231,8 +231,12 @@ def test_a_resumed_session_adds_only_its_new_turns(
     note = daily_note(served.workspace, sid)
     assert note is not None
     text = note.read_text(encoding="utf-8")
-    for line in range(1, 5):  # each saved turn quoted once, by its line anchor
-        assert text.count(f"[[sessions/{sid}.jsonl#L{line}]]") == 1, text
+    # Each saved turn quoted once, by its line anchor on the turn's own bullet (an answer that
+    # quotes a hit from the first session's note may carry that note's anchors in its text).
+    bullets = [line for line in text.splitlines() if line.startswith("- **")]
+    for line in range(1, 5):
+        anchor = f"[[sessions/{sid}.jsonl#L{line}]]"
+        assert [anchor in bullet for bullet in bullets].count(True) == 1, text
     quoted = [line.strip() for line in text.splitlines()]  # the excerpt quotes each turn
     assert quoted.count(f"> {QUESTION}") == 1 and quoted.count(f"> {second}") == 1, text
 
