@@ -387,6 +387,7 @@ class Indexer(FilePreparation):
                     report.problems[prepared.path] = message
                     continue
                 self._put(prepared)
+                prepared.release()  # every projection holds what it needs of it now
                 report.indexed.append(prepared.path)
                 if prepared.warning is not None:
                     message = problem_message(prepared.path, prepared.warning)

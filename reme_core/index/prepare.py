@@ -49,6 +49,15 @@ class PreparedFile:
     text: str | None = None
     """The text the chunks came from: the catalog keeps chunk texts as spans of it."""
 
+    def release(self) -> None:
+        """Drop what was parsed (text, summary, chunks, links) once every projection has it,
+        keeping the path and the problem or warning: a pass's later steps (the keyword build,
+        the vector pass) then reuse that memory instead of the process growing past it."""
+        self.text = None
+        self.summary = None
+        self.chunks = []
+        self.links = None
+
 
 @dataclass
 class Plan:

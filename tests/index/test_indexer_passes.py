@@ -67,3 +67,31 @@ def test_a_rebuild_reports_every_file_and_keeps_search_working(reme: Reme) -> No
     assert report.problems == {} and report.removed == []
     assert len(report.indexed) == reme.catalog.counts()["files"]
     assert [hit.path for hit in reme.search("orjson", limit=5).hits] == before
+
+
+def test_a_pass_drops_what_it_parsed_once_every_projection_holds_it(
+    workspace: Path, default_plugins: Plugins, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reme_core.index.indexer import Indexer
+    from reme_core.index.prepare import Plan
+
+    applied: list[Plan] = []
+    apply = Indexer._apply
+
+    def keeping(self: Indexer, plan: Plan):  # type: ignore[no-untyped-def]
+        applied.append(plan)
+        return apply(self, plan)
+
+    monkeypatch.setattr(Indexer, "_apply", keeping)
+    with Reme.open(workspace, plugins=default_plugins, env=KEYWORD_ONLY_ENV) as reme:
+        report = reme.index()
+        assert PERF in report.indexed
+        files = [f for plan in applied for f in plan.files]
+        assert PERF in {f.path for f in files}
+        assert all(f.text is None and f.chunks == [] and f.summary is None for f in files)
+        assert all(f.links is None for f in files)
+        # ... and what the projections hold is whole: chunk texts, the keyword arm, the graph.
+        assert reme.catalog.counts()["files"] == len(report.indexed)
+        assert any(h.path == PERF for h in reme.search("perf tuning", limit=10).hits)
+        rows = reme.catalog.chunk_rows([PERF])
+        assert rows and all(text for _, _, text in rows)
