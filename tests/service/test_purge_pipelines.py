@@ -4,7 +4,6 @@ and a resource note's source file (purged with it, so auto_resource does not not
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from reme_core.api import ReviewApi, topic_id
 from reme_core.cli import cli
 from reme_core.service.operations import OPERATIONS
 from reme_core.workspace.history_entries import PurgeRevertError
+from tests.service.test_forget import grep, history_objects
 
 TOKEN = "zebraquill7731"
 KEEP = "daily/2026-11-01/planning.md"
@@ -28,23 +28,6 @@ ASKED = "Who owns the Q4 budget review"
 CHECK = "Check the staging cluster quota"
 ONLY = f"Ask Sam whether {TOKEN} covers travel"
 T_ASKED, T_CHECK, T_ONLY = topic_id(ASKED, KEEP), topic_id(CHECK, KEEP), topic_id(ONLY, GONE)
-
-
-def grep(folder: Path, needle: str) -> list[str]:
-    done = subprocess.run(
-        ["grep", "-rl", "--binary-files=text", needle, str(folder)], capture_output=True, text=True
-    )
-    assert done.returncode in (0, 1), done.stderr
-    return done.stdout.split()
-
-
-def history_objects(root: Path) -> bytes:
-    git = ["git", f"--git-dir={root / '.reme/history.git'}"]
-    return subprocess.run(
-        [*git, "cat-file", "--batch-all-objects", "--batch", "--unordered"],
-        capture_output=True,
-        check=True,
-    ).stdout
 
 
 def forget(reme: Any, **payload: Any) -> dict[str, Any]:
