@@ -5,7 +5,6 @@ glibc allocator settings that keep a run's freed buffers from staying resident.
 
 from __future__ import annotations
 
-import functools
 import os
 import threading
 from collections.abc import Callable
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from reme_core.api import EmbeddingError
+from reme_plugins import native_heap
 
 MAX_RUN_THREADS = 4
 """A run's default threads with ``intra_op`` (one per core up to this): a 150-token text's
@@ -91,9 +91,7 @@ def release_freed_memory() -> None:
     that allocator is glibc's (``malloc_trim``); elsewhere nothing. Without an arena each
     onnxruntime run mallocs and frees its buffers, in the thread that ran it: glibc keeps what
     each thread freed for that thread (measured: a 150-note index's peak 256 -> 238 MB)."""
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
+    native_heap.release_freed_memory()
 
 
 MMAP_THRESHOLD = 256 * 1024
@@ -109,26 +107,12 @@ def bound_mmap_threshold() -> None:
     a keyword search's arrays) are left to the heap. Measured on the embedder alone (fresh
     processes, 96 texts of 50-400 words): peak 176-191 -> 166-167 MB, resident after 124 -> 116
     MB, a 512-token run ~4% slower, a query's run unchanged (onnxruntime 1.32, glibc 2.36)."""
-    mallopt = _libc_function("mallopt")
+    mallopt = native_heap.libc_function("mallopt")
     if mallopt is not None:
         mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
 
 
 _M_MMAP_THRESHOLD = -3  # glibc's malloc.h
-
-
-def _malloc_trim() -> Any:
-    return _libc_function("malloc_trim")
-
-
-@functools.cache
-def _libc_function(name: str) -> Any:
-    import ctypes
-
-    try:
-        return getattr(ctypes.CDLL(None), name)  # glibc's; musl and macOS may have none
-    except (AttributeError, OSError, TypeError):  # TypeError: Windows has no CDLL(None)
-        return None
 
 
 def cores() -> int:

@@ -25,10 +25,7 @@ Python's allocator then held on to). ``release_memory`` hands freed heap back to
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import logging
-import sys
 from array import array
 from collections import Counter
 from functools import cache
@@ -36,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from reme_plugins import native_heap
 from reme_plugins.keyword_bm25s.segments import _Main, _Segment
 from reme_plugins.text_tokenize import bm25s_submodule
 
@@ -175,20 +173,7 @@ def _main_segment(corpus: _CorpusIds, *, k1: float, b: float, method: str) -> _S
 def release_memory() -> None:
     """Hand the heap that a build freed back to the system (glibc's ``malloc_trim``; elsewhere
     nothing): Python's allocator keeps freed memory otherwise, and a build frees most of its own."""
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
-
-
-@cache
-def _malloc_trim() -> Any:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return libc.malloc_trim
-    except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
-        return None
+    native_heap.release_freed_memory()
 
 
 def _bm25s_main_segment(

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from reme_plugins import onnx_session
+from reme_plugins import native_heap, onnx_session
 
 
 class _Recorder:
@@ -24,7 +24,7 @@ class _Recorder:
 @pytest.fixture
 def libc(monkeypatch: pytest.MonkeyPatch) -> dict[str, _Recorder]:
     functions = {"mallopt": _Recorder(), "malloc_trim": _Recorder()}
-    monkeypatch.setattr(onnx_session, "_libc_function", functions.get)
+    monkeypatch.setattr(native_heap, "libc_function", functions.get)
     opened: list[dict[str, Any]] = []
 
     def fake_open(path: Path, threads: int = 1, arena: bool = True) -> object:
@@ -52,13 +52,13 @@ def test_with_an_arena_the_allocator_is_left_alone(libc: dict) -> None:
 
 
 def test_no_glibc_no_call(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(onnx_session, "_libc_function", lambda name: None)
+    monkeypatch.setattr(native_heap, "libc_function", lambda name: None)
     onnx_session.bound_mmap_threshold()  # nothing to call: no error
     onnx_session.release_freed_memory()
 
 
 def test_the_real_allocator_accepts_the_threshold() -> None:
-    mallopt = onnx_session._libc_function("mallopt")
+    mallopt = native_heap.libc_function("mallopt")
     if mallopt is None or platform.libc_ver()[0] != "glibc":
         pytest.skip("not glibc's mallopt")
     assert mallopt(-3, onnx_session.MMAP_THRESHOLD) == 1  # glibc: 1 on success
