@@ -1,4 +1,4 @@
-"""Turns SearchFilters into the set of chunk ids every arm may return."""
+"""Turns SearchFilters into the notes every arm may return chunks of."""
 
 from __future__ import annotations
 
@@ -13,62 +13,6 @@ from reme_core.schema.note import NOTE_STATUSES
 from reme_core.search.expiry import Modified, Policy, expired_paths
 
 
-def allowed_chunk_ids(
-    filters: SearchFilters,
-    catalog: Catalog,
-    tags: TagIndex | None,
-    *,
-    within: Collection[str] | None = None,
-) -> set[str]:
-    """Chunk ids passing every filter (only of the notes ``within``, when given).
-
-    Filters that cannot be honoured raise, never widen.
-    """
-    return set().union(*allowed_by_path(filters, catalog, tags, within=within).values())
-
-
-def allowed_by_path(
-    filters: SearchFilters,
-    catalog: Catalog,
-    tags: TagIndex | None,
-    *,
-    within: Collection[str] | None = None,
-    today: dt.date | None = None,
-    policy: Policy | None = None,
-    modified: Modified | None = None,
-) -> dict[str, list[str]]:
-    """``allowed_chunk_ids`` grouped by note path; with ``today``, a note whose ``expires`` day
-    has come, or that is past its folder's ``policy`` (``lifecycle.expire``), counts as archived
-    (``reme_core.search.expiry``)."""
-    tagged = _checked(filters, tags)
-    if within is not None:
-        tagged = set(within) if tagged is None else tagged & set(within)
-
-    def query(statuses: list[str], paths: set[str] | None) -> dict[str, list[str]]:
-        return catalog.chunk_ids_by_path(
-            statuses=statuses,
-            since=filters.since,
-            until=filters.until,
-            path_patterns=filters.paths,
-            paths=paths,
-        )
-
-    by_path = query(list(filters.statuses), tagged)
-    # Expired notes (usually none: one small query of the notes naming expires) count as
-    # archived; only when there are some is the catalog asked again, for those alone.
-    expired = set() if today is None else expired_paths(catalog, today, tagged, policy, modified)
-    if not expired:
-        return by_path
-    if "archived" not in filters.statuses:
-        for path in expired:
-            by_path.pop(path, None)
-        return by_path
-    others = [s for s in NOTE_STATUSES if s not in filters.statuses]
-    if others:  # an expired note of another status is asked for as archived
-        by_path.update(query(others, expired))
-    return by_path
-
-
 def allowed_paths(
     filters: SearchFilters,
     catalog: Catalog,
@@ -79,8 +23,11 @@ def allowed_paths(
     policy: Policy | None = None,
     modified: Modified | None = None,
 ) -> set[str]:
-    """The keys of ``allowed_by_path`` (the notes with a chunk passing every filter), read from
-    the notes alone: a chunk id passes exactly when its note's path is among them."""
+    """The notes with a chunk passing every filter (only of the notes ``within``, when given):
+    a chunk id passes exactly when its note's path is among them. With ``today``, a note whose
+    ``expires`` day has come, or that is past its folder's ``policy`` (``lifecycle.expire``),
+    counts as archived (``reme_core.search.expiry``). Filters that cannot be honoured raise,
+    never widen."""
     tagged = _checked(filters, tags)
     if within is not None:
         tagged = set(within) if tagged is None else tagged & set(within)
@@ -95,6 +42,8 @@ def allowed_paths(
         )
 
     found = query(list(filters.statuses), tagged)
+    # Expired notes (usually none: one small query of the notes naming expires) count as
+    # archived; only when there are some is the catalog asked again, for those alone.
     expired = set() if today is None else expired_paths(catalog, today, tagged, policy, modified)
     if not expired:
         return found

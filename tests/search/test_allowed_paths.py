@@ -1,5 +1,5 @@
-"""The allowed set as note paths (``ChunkIds``) answers exactly what the chunk-id computation did
-(``allowed_by_path``), for random filters over notes of random status, date, tags and expiry, and
+"""The allowed set as note paths (``ChunkIds``, ``filters.allowed_paths``) answers exactly what the
+chunk-id computation did (``allowed_reference``), for random filters over notes of random status, date, tags and expiry, and
 every arm ranks the same with it; the default filters' first search builds no chunk id (issue 21).
 """
 
@@ -16,7 +16,8 @@ from conftest import FAKE_VECTORS
 from reme_core.runtime import Reme
 from reme_core.schema import SearchFilters
 from reme_core.search.allowed import AllowedCache, ChunkIds
-from reme_core.search.filters import allowed_by_path
+from reme_core.search.filters import allowed_paths
+from tests.search.allowed_reference import reference_by_path
 
 TODAY = dt.date(2026, 12, 3)
 POLICY = {"sessions/": dt.timedelta(days=30)}
@@ -76,7 +77,7 @@ def _random_filters(rng: random.Random) -> SearchFilters:
 
 
 def _old(reme: Reme, filters: SearchFilters) -> dict[str, list[str]]:
-    return allowed_by_path(
+    return reference_by_path(
         filters, reme.catalog, reme.tags, today=TODAY, policy=POLICY, modified=lambda _: None
     )
 
@@ -96,6 +97,8 @@ def test_random_filters_allow_what_the_chunk_id_computation_allowed(reme: Reme) 
         assert isinstance(answer.ids, ChunkIds)
         kinds.add(answer.ids.wide)
         assert answer.paths == set(old), filters
+        expiry = {"today": TODAY, "policy": POLICY, "modified": lambda _: None}
+        assert allowed_paths(filters, reme.catalog, reme.tags, **expiry) == set(old), filters
         assert {cid for cid in every if cid in answer.ids} == old_ids, filters
         assert bool(answer.ids) == bool(old_ids)
         assert answer.ids == old_ids and len(answer.ids) == len(old_ids)
