@@ -8,6 +8,7 @@ unless REME_REQUIRE_HOSTS=1 (CI), where it fails.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -23,6 +24,7 @@ from typing import Any, NamedTuple
 import pytest
 
 from reme_core.workspace import init_workspace
+from tests.integrations import host_cache
 
 INSTALL_TIMEOUT_S = 600
 START_TIMEOUT_S = 30
@@ -55,8 +57,8 @@ def npm_install(
     folder: Path, package: str, name: str, env: Mapping[str, str] | None = None
 ) -> tuple[Path, str]:
     """``(install folder, version)`` of the host pinned in ``folder``, installed with ``npm ci``
-    into ``$XDG_CACHE_HOME/reme/hosts/<name>-<version>`` (else ``~/.cache/...``); reinstalled only
-    when the lock file changed. ``env``: npm's environment, when not this one (a PATH that puts a
+    into ``$XDG_CACHE_HOME/reme/hosts/<name>-<version>`` (else ``~/.cache/...``; ``host_cache``);
+    reinstalled only when the lock file changed. ``env``: npm's environment, when not this one (a PATH that puts a
     newer node first, for a host whose install scripts refuse this machine's)."""
     missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
     if missing:
@@ -65,15 +67,9 @@ def npm_install(
             pytest.fail(f"REME_REQUIRE_HOSTS=1 but {reason}")
         pytest.skip(reason)
     version = pinned_version(folder, package)
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    home = cache / "reme" / "hosts" / f"{name}-{version}"
     lock = (folder / "package-lock.json").read_bytes()
-    installed = home / "package-lock.json"
-    if not (
-        (home / "node_modules").is_dir() and installed.is_file() and installed.read_bytes() == lock
-    ):
-        shutil.rmtree(home, ignore_errors=True)
-        home.mkdir(parents=True)
+
+    def install(home: Path) -> None:
         for file in ("package.json", "package-lock.json"):
             shutil.copy(folder / file, home / file)
         done = subprocess.run(
@@ -85,6 +81,11 @@ def npm_install(
             env=None if env is None else dict(env),
         )
         assert done.returncode == 0, f"npm ci failed:\n{done.stdout}\n{done.stderr}"
+
+    # The install is the lock file's alone (no path of this checkout in it): every checkout
+    # with the same lock shares it.
+    stamp = hashlib.sha256(lock).hexdigest()
+    home = host_cache.ensure(host_cache.cache_root() / f"{name}-{version}", stamp, install)
     return home, version
 
 
