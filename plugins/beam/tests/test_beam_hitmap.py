@@ -41,20 +41,22 @@ def build(tmp_path: Path) -> HitMap:
 
 def test_transcript_lines_are_their_messages(tmp_path: Path) -> None:
     hitmap = build(tmp_path)
-    assert hitmap.ids("sessions/s1.jsonl", 1, 1) == {"10"}
-    assert hitmap.ids("sessions/s1.jsonl", 2, 9) == {"11", "12"}  # past the end: clipped
-    assert hitmap.ids("sessions/s1.jsonl", 4, 4) == set()
+    assert hitmap.ids("sessions/s1.jsonl", 1, 1) == ("10",)
+    assert hitmap.ids("sessions/s1.jsonl", 2, 9) == ("11", "12")  # past the end: clipped
+    assert hitmap.ids("sessions/s1.jsonl", 4, 4) == ()
 
 
 def test_note_anchors_and_their_quotes(tmp_path: Path) -> None:
     hitmap = build(tmp_path)
     path = "daily/2024-01-01/n.md"
-    assert hitmap.ids(path, 1, 7) == set()  # frontmatter, heading, summary
-    assert hitmap.ids(path, 8, 8) == {"10"}
-    assert hitmap.ids(path, 10, 10) == {"10"}  # a chunk starting inside the quote
-    assert hitmap.ids(path, 11, 11) == {"11", "12"}
-    assert hitmap.ids(path, 12, 12) == set()  # anchors to no known message
-    assert hitmap.ids(path, 13, 14) == set()  # a quote under a line without anchors
+    assert hitmap.ids(path, 1, 7) == ()  # frontmatter, heading, summary
+    assert hitmap.ids(path, 8, 8) == ("10",)
+    assert hitmap.ids(path, 10, 10) == ("10",)  # a chunk starting inside the quote
+    assert hitmap.ids(path, 11, 11) == ("11", "12")
+    assert hitmap.ids(path, 12, 12) == ()  # anchors to no known message
+    assert hitmap.ids(path, 13, 14) == ()  # a quote under a line without anchors
+    # Each message once, in the order the lines show it (the order a reader meets them).
+    assert hitmap.ids(path, 8, 14) == ("10", "11", "12")
     assert ".reme/x.md" not in hitmap.lines  # derived state is not searched, not mapped
 
 
@@ -65,4 +67,4 @@ def test_hit_ids_follow_rank_order(tmp_path: Path) -> None:
 
     hitmap = build(tmp_path)
     hits = [Hit("sessions/s1.jsonl", 3, 3), Hit("unknown.md", 1, 5), Hit("sessions/s1.jsonl", 1, 2)]
-    assert hitmap.hit_ids(hits) == [{"12"}, set(), {"10", "11"}]
+    assert hitmap.hit_ids(hits) == [("12",), (), ("10", "11")]

@@ -9,29 +9,35 @@ from reme_beam.metrics import (
     by_ability,
     hits_within,
     messages_shown,
+    read_within,
     recall_within_messages,
     retrieval_metrics,
 )
 
 # Hits in rank order, each with the message ids it shows (a chunk may show several, or none).
-HITS = [frozenset({"9"}), frozenset(), frozenset({"2", "3"}), frozenset({"7"}), frozenset({"3"})]
+HITS = [("9",), (), ("2", "3"), ("7",), ("3",)]
 
 
-def test_recall_within_a_message_budget_stops_before_the_hit_that_exceeds_it() -> None:
+def test_recall_within_a_message_budget_reads_the_first_k_messages_in_reading_order() -> None:
     evidence = ["3", "7"]
-    # shown after each hit: {9}, {9}, {9,2,3}, {9,2,3,7}, {9,2,3,7}
+    # messages in reading order: 9, 2, 3, 7 (the last hit repeats 3)
     assert recall_within_messages(HITS, evidence, 1) == 0.0
+    assert recall_within_messages(HITS, evidence, 2) == 0.0  # hit 3 read as far as "2"
     assert recall_within_messages(HITS, evidence, 3) == 0.5
     assert recall_within_messages(HITS, evidence, 4) == 1.0
-    wide = [frozenset({"a", "b", "c", "3"}), frozenset({"7"})]
-    assert recall_within_messages(wide, evidence, 3) == 0.0  # the first hit alone is too wide
-    assert hits_within(wide, 3) == 0 and hits_within(wide, 5) == 2
+    assert read_within(HITS, 2) == (3, ["9", "2"])  # the empty hit is read; hit 3 in part
+    wide = [("a", "b", "c", "3"), ("7",)]
+    # A hit wider than the budget is read as far as it fits: its first messages, in line order.
+    assert read_within(wide, 3) == (1, ["a", "b", "c"])
+    assert recall_within_messages(wide, evidence, 3) == 0.0
+    assert recall_within_messages(wide, evidence, 4) == 0.5
+    assert hits_within(wide, 3) == 1 and hits_within(wide, 4) == 1 and hits_within(wide, 5) == 2
+    assert read_within(wide, 0) == (0, [])
 
 
 def test_hits_showing_the_same_message_count_it_once() -> None:
     # Two chunks of one long message, then the overlap of two chunks: five hits, three messages.
-    dup = [frozenset({"1"}), frozenset({"1"}), frozenset({"2"}), frozenset({"2", "3"})]
-    dup.append(frozenset({"3"}))
+    dup = [("1",), ("1",), ("2",), ("2", "3"), ("3",)]
     assert messages_shown(dup) == {"1", "2", "3"}
     assert hits_within(dup, 3) == 5  # the repeats cost nothing: every hit fits in 3 messages
     assert hits_within(dup, 2) == 3

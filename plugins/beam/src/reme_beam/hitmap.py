@@ -26,8 +26,8 @@ class HitMap:
     def __init__(self) -> None:
         self.transcripts: dict[str, dict[int, str]] = {}
         """``sessions/<id>.jsonl`` -> line -> message id."""
-        self.lines: dict[str, list[frozenset[str]]] = {}
-        """Workspace path -> ids per line (index 0 = line 1)."""
+        self.lines: dict[str, list[tuple[str, ...]]] = {}
+        """Workspace path -> ids per line (index 0 = line 1), in the order the line names them."""
 
     @classmethod
     def build(cls, root: Path) -> HitMap:
@@ -45,42 +45,43 @@ class HitMap:
 
     def add_transcript(self, rel: str, text: str) -> None:
         by_line: dict[int, str] = {}
-        rows: list[frozenset[str]] = []
+        rows: list[tuple[str, ...]] = []
         for number, raw in enumerate(_lines(text), start=1):
             ident = _line_id(raw)
             if ident is not None:
                 by_line[number] = ident
-            rows.append(frozenset() if ident is None else frozenset({ident}))
+            rows.append(() if ident is None else (ident,))
         self.transcripts[rel] = by_line
         self.lines[rel] = rows
 
     def add_note(self, rel: str, text: str) -> None:
-        rows: list[frozenset[str]] = []
-        carried: frozenset[str] = frozenset()
+        rows: list[tuple[str, ...]] = []
+        carried: tuple[str, ...] = ()
         for raw in _lines(text):
-            found = frozenset(self._anchor_ids(raw))
+            found = tuple(dict.fromkeys(self._anchor_ids(raw)))
             if found:
                 carried = found
                 rows.append(found)
             elif raw.lstrip().startswith(">"):
                 rows.append(carried)  # the quote of the anchored line above
             else:
-                carried = frozenset()
-                rows.append(frozenset())
+                carried = ()
+                rows.append(())
         self.lines[rel] = rows
 
-    def ids(self, path: str, start_line: int, end_line: int) -> frozenset[str]:
-        """Message ids shown by lines ``start_line..end_line`` (1-based, inclusive) of ``path``."""
+    def ids(self, path: str, start_line: int, end_line: int) -> tuple[str, ...]:
+        """Message ids shown by lines ``start_line..end_line`` (1-based, inclusive) of ``path``,
+        each once, in the order the lines show them (the order a reader meets them)."""
         rows = self.lines.get(path)
         if not rows:
-            return frozenset()
+            return ()
         first, last = max(start_line, 1), min(end_line, len(rows))
-        out: set[str] = set()
+        out: dict[str, None] = {}
         for row in rows[first - 1 : last]:
-            out |= row
-        return frozenset(out)
+            out.update(dict.fromkeys(row))
+        return tuple(out)
 
-    def hit_ids(self, hits: Iterable[object]) -> list[frozenset[str]]:
+    def hit_ids(self, hits: Iterable[object]) -> list[tuple[str, ...]]:
         """Ids per hit, in rank order (hits have ``path``, ``start_line``, ``end_line``)."""
         return [self.ids(h.path, h.start_line, h.end_line) for h in hits]  # type: ignore[attr-defined]
 

@@ -4,16 +4,19 @@ A reader of the results reads hits in rank order, and each hit shows some BEAM m
 chunk may show several, or none: a summary line). What a reader pays for is messages, not hits,
 so every figure is taken at a budget of k messages shown (k from ``--k``):
 
-- the hits read within budget k are the longest run of first hits that together show at most k
-  distinct messages. Messages are counted once: a hit that shows only messages already shown
-  (the overlap of two chunks, a second chunk of one long message) costs nothing, and a hit that
-  would take the count past k ends the run (the reader sees whole hits);
+- the messages shown within budget k are the first k distinct messages in reading order: hits in
+  rank order, each hit's messages in the order its lines show them (what the floor's "first k
+  messages shown" is for single messages). Messages are counted once: a hit that shows only
+  messages already shown (the overlap of two chunks, a second chunk of one long message) costs
+  nothing, and the hit that fills the budget is read only as far as it fits (its first
+  messages), so every config reads k messages when it has them, as the floor does;
 - ``recall@<k>msg``: the share of the evidence messages (``source_chat_ids``) those hits show;
 - ``any@<k>msg``: 1 when they show at least one evidence message, else 0;
-- ``shown@<k>msg``: how many distinct messages they show (k, or fewer when the next hit is too
-  wide or the search ran out of hits);
-- ``hits@<k>msg``: how many hits that took, so steps whose results differ in width (``search``'s
-  chunks, ``search_v2``'s line ranges) compare at the same reading budget.
+- ``shown@<k>msg``: how many distinct messages they show (k, or fewer when the search ran out of
+  hits);
+- ``hits@<k>msg``: how many hits that took (the last one perhaps in part), so steps whose
+  results differ in width (``search``'s chunks, ``search_v2``'s line ranges) compare at the same
+  reading budget.
 
 Abstention questions have no evidence: they get no retrieval figures and are counted apart
 (``no_evidence``).
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence, Set
+from collections.abc import Iterable, Mapping, Sequence
 
 KS: tuple[int, ...] = (5, 10, 20, 50)
 """Default message budgets (``--k``): messages shown to the reader."""
@@ -35,38 +38,48 @@ def metric_name(key: str, k: int) -> str:
     return f"{key}@{k}msg"
 
 
-def hits_within(hit_ids: Sequence[Set[str]], budget: int) -> int:
-    """How many first hits together show at most ``budget`` distinct messages."""
-    shown: set[str] = set()
+def read_within(hit_ids: Sequence[Sequence[str]], budget: int) -> tuple[int, list[str]]:
+    """How many first hits are read within ``budget`` messages, and the distinct messages they
+    show in reading order (at most ``budget``; the last hit read may be cut short)."""
+    shown: dict[str, None] = {}
     for read, ids in enumerate(hit_ids):
-        if len(shown | ids) > budget:
-            return read
-        shown |= ids
-    return len(hit_ids)
+        new = [i for i in dict.fromkeys(ids) if i not in shown]
+        if not new:
+            continue  # shows nothing new: costs nothing
+        room = budget - len(shown)
+        if room <= 0:
+            return read, list(shown)
+        shown.update(dict.fromkeys(new[:room]))
+        if len(new) > room:
+            return read + 1, list(shown)  # read only as far as the budget
+    return len(hit_ids), list(shown)
 
 
-def messages_shown(hit_ids: Sequence[Set[str]], hits: int | None = None) -> set[str]:
-    """Distinct messages the first ``hits`` hits show (all hits when None): duplicates once."""
+def hits_within(hit_ids: Sequence[Sequence[str]], budget: int) -> int:
+    """How many first hits are read within ``budget`` distinct messages (``read_within``)."""
+    return read_within(hit_ids, budget)[0]
+
+
+def messages_shown(hit_ids: Sequence[Iterable[str]], hits: int | None = None) -> set[str]:
+    """Distinct messages the first ``hits`` hits show in full (all hits when None)."""
     out: set[str] = set()
     for ids in hit_ids[:hits]:
-        out |= ids
+        out |= set(ids)
     return out
 
 
 def recall_within_messages(
-    hit_ids: Sequence[Set[str]], evidence: Iterable[str], budget: int
+    hit_ids: Sequence[Sequence[str]], evidence: Iterable[str], budget: int
 ) -> float:
-    """Share of ``evidence`` shown by the hits read within ``budget`` messages; nan without
-    evidence."""
+    """Share of ``evidence`` among the first ``budget`` messages shown; nan without evidence."""
     wanted = set(evidence)
     if not wanted:
         return math.nan
-    shown = messages_shown(hit_ids, hits_within(hit_ids, budget))
-    return len(wanted & shown) / len(wanted)
+    return len(wanted.intersection(read_within(hit_ids, budget)[1])) / len(wanted)
 
 
 def retrieval_metrics(
-    hit_ids: Sequence[Set[str]], evidence: Iterable[str], ks: Iterable[int] = KS
+    hit_ids: Sequence[Sequence[str]], evidence: Iterable[str], ks: Iterable[int] = KS
 ) -> dict[str, float]:
     """``recall``, ``any``, ``shown`` and ``hits`` at each budget of ``ks`` messages; {} for a
     question without evidence."""
@@ -75,8 +88,8 @@ def retrieval_metrics(
         return {}
     out: dict[str, float] = {}
     for k in ks:
-        read = hits_within(hit_ids, k)
-        shown = messages_shown(hit_ids, read)
+        read, seen = read_within(hit_ids, k)
+        shown = set(seen)
         found = wanted & shown
         out[metric_name("recall", k)] = len(found) / len(wanted)
         out[metric_name("any", k)] = 1.0 if found else 0.0

@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from reme_core.api import Plugins, Reme
 
 SEARCH_PIPELINE = "search"
-MessageIds = Callable[[Sequence[SearchHit]], list[frozenset[str]]]
-"""Hits -> the BEAM message ids each shows (``HitMap.hit_ids``)."""
+MessageIds = Callable[[Sequence[SearchHit]], list[tuple[str, ...]]]
+"""Hits -> the BEAM message ids each shows, in reading order (``HitMap.hit_ids``)."""
 
 STEP_PACKAGES: dict[str, str] = {
     "search_v2": "reme-lme (pip install -e plugins/lme)",
@@ -100,7 +100,7 @@ class PipelineSearch:
 
 def fetch_messages(
     search: PipelineSearch, query: str, messages: int, message_ids: MessageIds
-) -> tuple[list[SearchHit], list[frozenset[str]]]:
+) -> tuple[list[SearchHit], list[tuple[str, ...]]]:
     """Hits for ``query`` (with the ids each shows) that show at least ``messages`` distinct
     messages, or every hit there is.
 
@@ -116,7 +116,7 @@ def fetch_messages(
         before = len(hits)
         hits = list(search.search(query, limit).hits)
         hit_ids = message_ids(hits)
-        shown = len(frozenset().union(*hit_ids)) if hit_ids else 0
+        shown = len(set().union(*hit_ids))
         exhausted = len(hits) < limit or len(hits) <= before
         if shown >= messages or exhausted or limit >= MAX_LIMIT:
             return hits, hit_ids

@@ -152,7 +152,7 @@ def _question(
             **floor_metrics(floor_ids, evidence.ids, options.ks),
         },
         top_hits=[
-            {"path": h.path, "lines": [h.start_line, h.end_line], "ids": sorted(ids)}
+            {"path": h.path, "lines": [h.start_line, h.end_line], "ids": list(ids)}
             for h, ids in list(zip(hits, hit_ids, strict=True))[:read]
         ],
         bm25_top_ids=floor_ids,
@@ -198,5 +198,5 @@ def _answer_and_judge(reme: Reme, question: BeamQuestion, row: QuestionRow) -> N
     row.usage = spent(before, snapshot(models))
 
 
-def _first_rank(hit_ids: list[frozenset[str]], ident: str) -> int | None:
+def _first_rank(hit_ids: list[tuple[str, ...]], ident: str) -> int | None:
     return next((rank for rank, ids in enumerate(hit_ids, start=1) if ident in ids), None)
