@@ -117,6 +117,7 @@ if TYPE_CHECKING:
         tags_ok,
     )
     from reme_core.search.record_filters import matches as record_matches
+    from reme_core.service.lifecycle import note_expired
     from reme_core.service.operations import (
         DeleteInput,
         EditInput,
@@ -279,6 +280,7 @@ __all__ = [
     "normalise_tag",
     "normalise_tags",
     "note_date",
+    "note_expired",
     "parse_frontmatter",
     "parse_links",
     "parse_note",
@@ -357,6 +359,8 @@ _SOURCES: dict[str, str] = {
     ),
     "reme_core.workspace.edits": "NoteSnapshot",
     "reme_core.workspace.wikilinks": "LinkResolver",
+    # Whether a note counts as archived today though it does not say so (``expires``, policy).
+    "reme_core.service.lifecycle": "note_expired",
     # The arguments of the file operations, as an agent wrapper's tools take them.
     "reme_core.service.operations": (
         "DeleteInput EditInput FrontmatterInput ListInput MoveInput PathInput ReadInput "

@@ -119,6 +119,26 @@ def policy_archivable(note: NoteSummary) -> bool:
     )
 
 
+def policy_expiry(
+    note: NoteSummary, policy: Policy, modified: Modified | None = None
+) -> dt.date | None:
+    """The first day ``note`` is past its folder's ``policy`` (the most specific folder wins:
+    ``sessions/`` < ``sessions/keep/``); None when no policy applies or nothing dates it."""
+    folders = [f for f in policy if note.path.startswith(f)]
+    if not folders or not policy_archivable(note):
+        return None
+    start = base_date(note) or (modified(note.path) if modified is not None else None)
+    return None if start is None else start + policy[max(folders, key=len)]
+
+
+def expired_on(
+    note: NoteSummary, policy: Policy | None = None, modified: Modified | None = None
+) -> dt.date | None:
+    """The first day ``note`` counts as archived: its own ``expires``, else its folder's
+    ``policy``; None when neither applies."""
+    return expiry_of(note) or (policy_expiry(note, policy, modified) if policy else None)
+
+
 def folder_expired(
     catalog: Catalog,
     today: dt.date,
@@ -127,19 +147,16 @@ def folder_expired(
     paths: Iterable[str] | None = None,
 ) -> dict[str, dt.date]:
     """The notes (of ``paths`` only, when given) past their folder's policy -> the day they
-    expired; the most specific folder wins (``sessions/`` < ``sessions/keep/``)."""
+    expired (``policy_expiry``)."""
     if not policy:
         return {}
     pool = catalog.paths() if paths is None else set(paths)
     inside = [p for p in pool if any(p.startswith(f) for f in policy)]
     out: dict[str, dt.date] = {}
     for path, note in catalog.notes(inside).items():
-        if not policy_archivable(note):
-            continue
-        folder = max((f for f in policy if path.startswith(f)), key=len)
-        start = base_date(note) or (modified(path) if modified is not None else None)
-        if start is not None and start + policy[folder] <= today:
-            out[path] = start + policy[folder]
+        when = policy_expiry(note, policy, modified)
+        if when is not None and when <= today:
+            out[path] = when
     return out
 
 

@@ -20,6 +20,7 @@ from reme_core.pipelines.locks import named_lock
 from reme_core.runtime import Reme
 from reme_core.schema import NoteSummary
 from reme_core.search.expiry import (
+    expired_on,
     expiry_of,
     file_day,
     folder_expired,
@@ -67,6 +68,15 @@ def due(reme: Reme, today: dt.date) -> tuple[dict[str, dt.date], dict[str, str]]
     for path, when in folder_expired(reme.catalog, today, policy, modified).items():
         expired.setdefault(path, when)
     return expired, invalid
+
+
+def note_expired(reme: Reme, note: NoteSummary, today: dt.date) -> bool:
+    """Whether ``note`` counts as archived on ``today`` by search's judgement, its ``expires``
+    or its folder's ``lifecycle.expire`` (``search.expiry.expired_on``), before this job has
+    written ``status: archived`` into it."""
+    policy = parse_policy(reme.settings.lifecycle.expire)
+    when = expired_on(note, policy, file_day(reme.root, reme.settings.tzinfo()))
+    return when is not None and when <= today
 
 
 def archive_expired(

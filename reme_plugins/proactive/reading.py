@@ -3,6 +3,7 @@ the prompt of one batch of them."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,7 @@ from reme_core.api import (
     content_hash,
     estimate_tokens,
     head_lines,
+    note_expired,
     parse_note,
 )
 
@@ -25,7 +27,9 @@ from .update import DAILY_NOTE
 PART_OVERHEAD_TOKENS = 30
 LEFT_OUT = frozenset({"archived", "superseded"})
 """The statuses of the daily notes a run does not take as evidence (``reme forget`` archives;
-a revert of that makes the note active again, with the bytes it was read with)."""
+a revert of that makes the note active again, with the bytes it was read with). A note that
+has expired (``expires:``, ``lifecycle.expire``) is left out as archived too, before the
+``expire`` job writes the status into it."""
 
 
 @dataclass(frozen=True)
@@ -53,10 +57,13 @@ def read_topics(reme: Any) -> TopicsFile:
     return TopicsFile(ProactiveTopics.parse(text), content_hash(data))
 
 
-def changed_notes(reme: Any, read: dict[str, str]) -> tuple[list[DailyNote], dict[str, str]]:
+def changed_notes(
+    reme: Any, read: dict[str, str], today: dt.date
+) -> tuple[list[DailyNote], dict[str, str]]:
     """Daily notes (``daily/YYYY-MM-DD/*.md``) whose hash is not the one read, oldest first; and
-    the ones that could not be read, with why. An archived (forgotten) or superseded note is no
-    evidence and is left out: archiving changes its bytes, which would otherwise read as news."""
+    the ones that could not be read, with why. An archived (forgotten), superseded or, on
+    ``today``, expired note is no evidence and is left out: archiving changes its bytes, which
+    would otherwise read as news."""
     notes: list[DailyNote] = []
     problems: dict[str, str] = {}
     limit = reme.settings.index.max_file_bytes
@@ -74,17 +81,21 @@ def changed_notes(reme: Any, read: dict[str, str]) -> tuple[list[DailyNote], dic
             problems[rel] = f"cannot be read as UTF-8 text: {exc}"
             continue
         digest = content_hash(data)
-        if read.get(rel) != digest and not _left_out(rel, text):
+        if read.get(rel) != digest and not _left_out(reme, rel, text, (digest, len(data)), today):
             notes.append(DailyNote(rel, digest, text))
     notes.sort(key=lambda n: n.path)  # daily/<day>/: by day, then name
     return notes, problems
 
 
-def _left_out(rel: str, text: str) -> bool:
+def _left_out(reme: Any, rel: str, text: str, file: tuple[str, int], today: dt.date) -> bool:
+    """Whether the note ``rel`` (``text``; ``file``: its hash and size) is no evidence."""
     try:
-        return parse_note(rel, text).status in LEFT_OUT
+        note = parse_note(rel, text)
     except FrontmatterError:
         return False  # read as text, as before (the model sees what is there)
+    if note.status in LEFT_OUT:
+        return True
+    return note_expired(reme, note.summary(*file), today)
 
 
 def batches(notes: Sequence[DailyNote], budget: int) -> list[list[DailyNote]]:

@@ -12,6 +12,7 @@ written, their notes are read again next time), ``checks``, ``problems``.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from collections.abc import Callable, Set
 from pathlib import Path
@@ -78,7 +79,7 @@ class ProactiveStep(Step):
         with lock(reme):
             found = read_topics(reme)
             base = load_cursor(reme.state_dir).notes_for(found.hash)
-            notes, out["problems"] = changed_notes(reme, base)
+            notes, out["problems"] = changed_notes(reme, base, dt.date.fromisoformat(day))
             out["pending"] = [n.path for n in notes]
             if run.review == "queue":
                 waiting = ReviewApi(reme).proposals(pipeline=run.name, status="pending")

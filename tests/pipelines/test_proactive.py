@@ -249,3 +249,29 @@ def test_bad_settings_are_refused_naming_the_key(tmp_path: Path, override: str, 
     ws = Workspace(tmp_path, override)
     with pytest.raises(ConfigError, match=message):
         schedule_crons(ws.open().settings)  # a bad step setting fails at open already
+
+
+def test_a_note_expired_but_not_yet_archived_is_no_evidence(tmp_path: Path):
+    # daily/2026-10-20/'s notes stay current 7 days (its folder's policy, from the note's day).
+    ws = Workspace(tmp_path, 'lifecycle.expire={"daily/2026-10-20/": 7d}')
+    expired = {
+        "daily/2026-11-01/dated.md": "---\nexpires: 2026-11-04\n---\n\n# Dated\n\nCall the bank?\n",
+        "daily/2026-11-01/counted.md": "---\nexpires: 3d\n---\n\n# Counted\n\nCall the bank?\n",
+        "daily/2026-10-20/policy.md": "# Policy\n\nCall the bank?\n",
+    }
+    later = "daily/2026-11-01/later.md"
+    for rel, text in expired.items():
+        ws.write(rel, text)
+    ws.write(later, "---\nexpires: 2026-12-01\n---\n\n# Later\n\nCall the bank?\n")
+    ws.write(DEPLOY)
+    try:
+        first = ws.run(new())
+        assert first.outputs["read"] == [later, DEPLOY]  # active on 2026-11-06: read
+        assert not any(rel in ws.llm.prompts("Answer")[0] for rel in expired)
+        assert ws.run().outputs["pending"] == []  # still no evidence on the next run
+        # On 2026-12-01 the later note expires too: edited then, it is not read again.
+        ws.write(later, "---\nexpires: 2026-12-01\n---\n\n# Later\n\nCall the bank today?\n")
+        assert ws.run(today="2026-12-01").outputs["pending"] == []
+        assert ws.run(today="2026-11-30").outputs["pending"] == [later]
+    finally:
+        ws.close()
