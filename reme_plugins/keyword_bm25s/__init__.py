@@ -25,7 +25,9 @@ The modules, each with the details of its part:
 - ``scoring``: one segment's scores and top k, and the filter masks;
 - ``build``: building segments with bm25s, the delta with the live corpus's statistics
   (``corpus_stats`` holds the bm25s subclass that scores it so);
-- ``storage``: the rows database and main's files under ``<state_dir>/bm25s/``;
+- ``storage``: the rows database and main's files under ``<state_dir>/bm25s/``, memory-mapped
+  when loaded (``terms``: the vocabulary as a table searched in place; ``saved_ids``: the chunk
+  ids, decoded where read);
 - ``migration``: moving a format-2 index's rows into the rows database.
 """
 

@@ -81,14 +81,16 @@ def _pruned(
     indptr, indices = seg.indptr, seg.indices
     lists = sorted((int(indptr[t + 1] - indptr[t]), t) for t in set(token_ids))
     budget = max(candidates.size // 4, k)
-    parts: list[np.ndarray] = []
+    # The seeds as a mask, then its positions: the sorted distinct chunks np.unique gave, without
+    # np.unique's import of numpy.ma (~20 ms of the first search that prunes).
+    seen = np.zeros(seg.n_docs, dtype=bool)
     taken = 0
-    for length, t in lists:
-        if parts and taken + length > budget:
+    for used, (length, t) in enumerate(lists):
+        if used and taken + length > budget:
             break
-        parts.append(indices[int(indptr[t]) : int(indptr[t + 1])])
+        seen[indices[int(indptr[t]) : int(indptr[t + 1])].astype(np.intp)] = True
         taken += length
-    seeds = np.unique(np.concatenate(parts))
+    seeds = np.flatnonzero(seen)
     if alive is not None:
         seeds = seeds[alive[seeds]]
     if allowed is not None:

@@ -10,7 +10,7 @@ The *delta* is the small segment over chunks written since, rebuilt from its ent
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -29,7 +29,7 @@ class _Segment:
     data: np.ndarray  # float32 score of each posting
     indices: np.ndarray  # the chunk of each posting
     indptr: np.ndarray  # token t's postings are [indptr[t], indptr[t + 1])
-    vocab: dict[str, int]
+    vocab: Mapping[str, int]  # a dict, or main's TermTable as loaded from disk
     n_docs: int
     nonoccurrence: np.ndarray | None = None  # bm25l/bm25+: every chunk's score per query token
 
@@ -60,7 +60,7 @@ class _Main:
     """The main segment (``seg`` None when no chunk has a token), its chunk ids, their hashes and
     token counts (for the live corpus's average chunk length)."""
 
-    ids: list[str] = field(default_factory=list)
+    ids: Sequence[str] = field(default_factory=list)  # a list, or SavedIds as loaded
     hashes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     seg: _Segment | None = None
     generation: int = 0
