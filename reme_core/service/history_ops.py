@@ -10,7 +10,7 @@ from pydantic import Field
 from reme_core.errors import PathOutsideWorkspaceError
 from reme_core.runtime import Reme
 from reme_core.service.framework import Input, Operation
-from reme_core.workspace.history_entries import RevertPlan, refusal
+from reme_core.workspace.history_entries import never_reverts
 from reme_core.workspace.paths import is_internal
 
 RUN_ID = Field(pattern=r"^[0-9a-fA-F]{4,40}$", description="A history entry's id (`history`).")
@@ -35,12 +35,6 @@ class RunInput(Input):
     run: str = RUN_ID
 
 
-def _never_reverts(plan: RevertPlan) -> str | None:
-    """Why no consent lets this entry be reverted (a purge's own entry), or None."""
-    refused = refusal(plan, force=True, confirm=True)
-    return None if refused is None else str(refused)
-
-
 def _history_show(reme: Reme, given: RunInput) -> dict[str, Any]:
     plan = reme.revert_preview(given.run)
     diff, truncated = reme.history.diff(given.run)
@@ -49,7 +43,7 @@ def _history_show(reme: Reme, given: RunInput) -> dict[str, Any]:
         "plan": plan,
         "diff": diff,
         "truncated": truncated,
-        "not_revertible": _never_reverts(plan),
+        "not_revertible": never_reverts(plan),
     }
 
 
@@ -70,7 +64,7 @@ def _revert(reme: Reme, given: RevertInput) -> dict[str, Any]:
             "run": given.run,
             "dry_run": True,
             "plan": plan,
-            "not_revertible": _never_reverts(plan),
+            "not_revertible": never_reverts(plan),
         }
     files = reme.revert(given.run, force=given.force, confirm=given.confirm)
     return {"run": given.run, "dry_run": False, "files": files}

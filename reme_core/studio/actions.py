@@ -95,7 +95,10 @@ def router(studio: Studio) -> APIRouter:
             if exc.kind not in ("RevertConfirmationError", "SnapshotRevertError"):
                 raise
             preview = await here.op("revert", run=run, dry_run=True)
-            return here.render("revert.html", exc.status, plan=preview["plan"], error=exc)
+            never = preview["not_revertible"]
+            return here.render(
+                "revert.html", exc.status, plan=preview["plan"], error=exc, not_revertible=never
+            )
         return here.render("reverted.html", done=done)
 
     @actions.post("/studio/review/decide")

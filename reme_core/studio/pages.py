@@ -211,7 +211,8 @@ def router(studio: Studio) -> APIRouter:
     async def revert_preview(request: Request, run: Text) -> Response:
         here = await page_for(request, "revert", "reverting a change")
         found = await here.op("revert", run=run, dry_run=True)
-        return here.render("revert.html", plan=found["plan"], error=None)
+        never = found["not_revertible"]
+        return here.render("revert.html", plan=found["plan"], error=None, not_revertible=never)
 
     @pages.get("/studio/status")
     async def status(request: Request) -> Response:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, computed_field
 
 from reme_core.errors import RemeError
 
@@ -20,6 +20,8 @@ PURGE_REWRITE = "reme forget: a purged note taken out of "
 proactive topics): its earlier versions left the history with the note, so it is part of the
 purge, which cannot be undone, and reverting it is refused. (The digests' unlinking,
 ``reme forget --purge: unlinked ...``, is an edit of the user's notes and stays revertible.)"""
+NOTHING_CHANGED = "; nothing was changed"
+"""How a refused revert's message ends (left out where the reason is given before trying)."""
 _WRITE_VERBS = tuple(f"reme: {op} " for op in ("write", "edit", "frontmatter", "delete", "move"))
 """How the commit of one file-tool change starts (``reme: delete digest/wiki/x.md``)."""
 
@@ -61,6 +63,14 @@ class HistoryEntry(BaseModel):
     verbs: list[str] = []
     """What the run did, one line each (``CREATE digest/wiki/x.md``), from the commit body."""
     files: list[str]
+
+    @computed_field
+    @property
+    def not_revertible(self) -> str | None:
+        """Why no consent lets this entry be reverted (a purge's own entry), or None: shown
+        before anyone tries (the studio's history greys its Revert out with this)."""
+        plan = RevertPlan(run=self.run, kind=self.kind, message=self.message, modified=self.files)
+        return never_reverts(plan)
 
 
 class RevertPlan(BaseModel):
@@ -131,7 +141,7 @@ def refusal(plan: RevertPlan, *, force: bool, confirm: bool) -> RevertRefusedErr
             f"{plan.run} is part of a purge (reme forget --purge), which cannot be undone: the "
             "versions it replaced were taken out of the history with the purged note, so "
             "reverting it cannot bring them back, and would only undo the clean-up of "
-            f"{', '.join(plan.files) or 'its files'}; nothing was changed",
+            f"{', '.join(plan.files) or 'its files'}{NOTHING_CHANGED}",
             plan,
         )
     if plan.kind == "baseline" and not force:
@@ -155,6 +165,12 @@ def refusal(plan: RevertPlan, *, force: bool, confirm: bool) -> RevertRefusedErr
             plan,
         )
     return None
+
+
+def never_reverts(plan: RevertPlan) -> str | None:
+    """Why no consent lets this plan's entry be reverted (a purge's own entry), or None."""
+    refused = refusal(plan, force=True, confirm=True)
+    return None if refused is None else str(refused).removesuffix(NOTHING_CHANGED)
 
 
 def _deleting(plan: RevertPlan) -> str:

@@ -12,6 +12,8 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
+from reme_core.server.workspaces import DEFAULT
+from reme_core.workspace.history_entries import PURGE_REWRITE
 from tests.server.api_support import Served, served
 from tests.studio.support import csrf_of
 from tests.studio.test_routes import browser, disk
@@ -135,6 +137,38 @@ def test_a_confirmed_purge_removes_every_trace_and_reports_it(api: Served) -> No
         if p.is_file() and b"zebra-quokka" in p.read_bytes()
     ]
     assert held == []
+
+
+def test_a_purges_own_entry_says_it_cannot_be_reverted_before_anyone_tries(api: Served) -> None:
+    reme = api.registry.get(DEFAULT)
+    # The entry a purge records for the files pipelines keep (the proactive topics), as
+    # reme_core.service.forget makes it: reverting it is refused whatever the consent.
+    (api.project / "daily").mkdir(exist_ok=True)
+    (api.project / "daily/_proactive.yaml").write_text("topics: []\n", encoding="utf-8")
+    purge = reme.history.record(PURGE_REWRITE + "daily/_proactive.yaml")
+    assert purge is not None
+    other = reme.history.entries(2)[1].run  # the write before it: revertible
+    listed = api.post("history", {"limit": 5}).json()["entries"]
+    reasons = {e["run"]: e["not_revertible"] for e in listed}
+    assert "cannot be undone" in reasons[purge] and reasons[other] is None
+    assert "nothing was changed" not in reasons[purge]  # said before trying, not after
+
+    client = browser(api)
+    history = client.get("/studio/history").text
+    entries = dict(re.findall(r"<code>([0-9a-f]+)</code>(.*?)</li>", history, re.S))
+    assert f"/studio/history/revert?run={purge}" not in entries[purge]
+    assert re.search(r"<button[^>]*disabled[^>]*>Revert…</button>", entries[purge])
+    assert f"Cannot be reverted: {purge} is part of a purge" in entries[purge]
+    assert f'href="/studio/history/revert?run={other}"' in entries[other]
+    assert "Cannot be reverted" not in entries[other]
+    shown = client.get(f"/studio/history/show?run={purge}").text
+    assert "+topics: []" in shown and "Reverting would" not in shown  # no plan it cannot run
+    assert "Reverting would" in client.get(f"/studio/history/show?run={other}").text
+    preview = client.get(f"/studio/history/revert?run={purge}").text
+    assert "Cannot be reverted" in preview and "cannot be undone" in preview
+    assert 'action="/studio/revert"' not in preview
+    assert re.search(rf"<button[^>]*disabled>Revert {purge}</button>", preview)
+    assert "Cannot be reverted" not in client.get(f"/studio/history/revert?run={other}").text
 
 
 def day(offset: int) -> str:
