@@ -5,7 +5,8 @@ not merged with their neighbours, so every chunk's breadcrumb and line range sta
 heading with no text of its own is skipped when a subheading follows (the subheading's breadcrumb
 carries it). With ``excerpt_chunks``, quoted excerpt items (list items anchored to a transcript
 line, the message quoted under each) are not packed with their neighbours either: one exchange
-(a user message and the replies under it), or one message, per chunk.
+(a user message and the replies under it), or one message, per chunk; with
+``excerpt_user_chunks``, an exchange's user message is also a chunk of its own.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pydantic import Field
 
 from reme_core.api import Chunk, Chunker, ComponentSettings, hookimpl
 from reme_plugins.chunk_context import context_line, frontmatter_fields
-from reme_plugins.chunker_text import LinePacker, SizedChunkerSettings, split_lines
+from reme_plugins.chunker_text import LinePacker, SizedChunkerSettings, Span, split_lines
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+$")
@@ -59,12 +60,20 @@ class MarkdownChunkerSettings(SizedChunkerSettings):
     chunk without the note's breadcrumb: an excerpt note's title is its session's first words,
     which would match every message of the session. Notes without such items chunk the same
     whatever the setting (measured: plugins/beam/README.md).
+
+    ``excerpt_user_chunks`` (with ``exchange``; nothing otherwise): an exchange's user message
+    is also a chunk of its own, beside the exchange's chunks (two granularities of the same
+    lines): a question about what the user said can find that message alone, which shows one
+    message where the exchange shows two or more, and a reply still stands with the message it
+    answers. Only where the exchange has replies in its first chunk and the user message fits in
+    one chunk (a longer one already stands alone in its first chunks).
     """
 
     context_keys: list[str] = Field(default_factory=list)
     keyword_context_keys: list[str] = Field(default_factory=list)
     vector_context_keys: list[str] = Field(default_factory=list)
     excerpt_chunks: ExcerptChunks = "packed"
+    excerpt_user_chunks: bool = False
 
 
 @dataclass
@@ -131,6 +140,12 @@ def _is_excerpt(lines: list[str], i: int) -> bool:
         and _ANCHORED_ITEM.match(lines[i]) is not None
         and _QUOTE.match(lines[i + 1]) is not None
     )
+
+
+def _is_user(line: str) -> bool:
+    """An excerpt item of the user's (``- **user** ...``)."""
+    role = _ROLE.match(line)
+    return role is not None and role.group(1).strip().lower() == "user"
 
 
 def _is_reply(line: str) -> bool:
@@ -265,15 +280,36 @@ class MarkdownChunker(Chunker):
         budget = max(max_chars - len(section.breadcrumb) - 1, max_chars // 2)
         overlap = self.settings.overlap_chars
         bounds = sorted({0, *section.cuts, len(section.blocks)})
-        pieces = [
-            (s.first, s.last, s.text, lo in section.excerpts)
-            for lo, hi in pairwise(bounds)
-            for s in packer.pack(section.blocks[lo:hi], budget, overlap)
-        ]
+        settings = self.settings
+        user_chunks = settings.excerpt_chunks == "exchange" and settings.excerpt_user_chunks
+        pieces: list[tuple[int, int, str, bool]] = []
+        for lo, hi in pairwise(bounds):
+            packed = packer.pack(section.blocks[lo:hi], budget, overlap)
+            excerpt = lo in section.excerpts
+            pieces.extend((s.first, s.last, s.text, excerpt) for s in packed)
+            if user_chunks and excerpt and hi - lo > 1:
+                alone = self._user_alone(section.blocks[lo], packed, packer, budget)
+                if alone is not None:
+                    # Right after the exchange's first chunk, which starts on the same line.
+                    at = len(pieces) - len(packed) + 1
+                    pieces.insert(at, (alone.first, alone.last, alone.text, True))
         if section.heading_line is not None:
             _, last, body, excerpt = pieces[0]
             pieces[0] = (section.heading_line, last, body, excerpt)
         return pieces
+
+    @staticmethod
+    def _user_alone(
+        block: tuple[int, int], packed: list[Span], packer: LinePacker, budget: int
+    ) -> Span | None:
+        """The user message of an exchange (its first block) as a chunk of its own, or None: not
+        a user message, its exchange's first chunk holds nothing more, or it does not fit."""
+        first, last = block
+        if not packed or packed[0].last <= last or not _is_user(packer.lines[first]):
+            return None
+        if packer.size(first, last) > budget:
+            return None
+        return Span(first, last, packer.text(first, last))
 
 
 @hookimpl

@@ -63,6 +63,7 @@ def test_builtin_defaults_match_the_spec() -> None:
         "keyword_context_keys": [],
         "vector_context_keys": ["replying_to"],
         "excerpt_chunks": "exchange",
+        "excerpt_user_chunks": True,
     }
     assert s.index.max_file_bytes == 5242880
     assert s.files.max_read_bytes == 51200
@@ -147,6 +148,7 @@ def test_changing_a_selection_name_drops_the_old_settings() -> None:
         "keyword_context_keys": [],
         "vector_context_keys": ["replying_to"],
         "excerpt_chunks": "exchange",
+        "excerpt_user_chunks": True,
     }
 
 
@@ -327,6 +329,7 @@ class MarkdownSettings(ComponentSettings):
     keyword_context_keys: list[str] = []
     vector_context_keys: list[str] = []
     excerpt_chunks: str = "packed"
+    excerpt_user_chunks: bool = False
 
 
 class FakeMarkdown(Chunker):
@@ -422,6 +425,7 @@ def test_validate_components_accepts_the_defaults(plugins: Plugins) -> None:
         overlap_chars=200,
         vector_context_keys=["replying_to"],
         excerpt_chunks="exchange",
+        excerpt_user_chunks=True,
     )
 
 

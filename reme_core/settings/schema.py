@@ -51,6 +51,7 @@ def _chunker_defaults() -> dict[str, ComponentSelection]:
                 "keyword_context_keys": [],
                 "vector_context_keys": ["replying_to"],
                 "excerpt_chunks": "exchange",
+                "excerpt_user_chunks": True,
             },
         ),
         ".txt": ComponentSelection(name="text"),

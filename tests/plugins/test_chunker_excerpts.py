@@ -115,3 +115,43 @@ def test_keyword_context_still_heads_an_excerpt() -> None:
 def test_a_bad_value_is_refused() -> None:
     with pytest.raises(ValidationError):
         MarkdownChunkerSettings(excerpt_chunks="sometimes")  # type: ignore[arg-type]
+
+
+def test_a_user_message_is_also_a_chunk_of_its_own_beside_its_exchange() -> None:
+    got = chunks(excerpt_chunks="exchange", excerpt_user_chunks=True)
+    ranges = [(c.start_line, c.end_line) for c in got]
+    # The banner; user + assistant, then that user message alone; the next user message (no
+    # reply: alone already, not repeated); the paragraph after the list.
+    assert ranges == [(7, 10), (12, 17), (12, 13), (18, 19), (21, 24)]
+    assert [c.ordinal for c in got] == list(range(5))
+    alone = got[2]
+    assert "Pixel" in alone.text and "walks" not in alone.text
+    assert alone.text.startswith("Unsummarised session: I adopted a beagle > Unsummarised excerpt")
+    assert alone.keyword_text == (
+        "- **user** 09:00 [[sessions/s1.jsonl#L1]]\n  > I adopted a beagle named Pixel."
+    )
+    # Off by default, and nothing without exchanges: packed and message chunk as before.
+    assert MarkdownChunkerSettings().excerpt_user_chunks is False
+    for mode in ("packed", "message"):
+        with_user = chunks(excerpt_chunks=mode, excerpt_user_chunks=True)
+        assert with_user == chunks(excerpt_chunks=mode)
+
+
+def test_a_user_message_too_long_for_one_chunk_is_not_repeated() -> None:
+    long = "word " * 400  # 2,000 characters: the exchange's first chunks hold it alone
+    note = (
+        f"- **user** 09:00 [[sessions/s1.jsonl#L1]]\n  > {long}\n"
+        "- **assistant** 09:00 [[sessions/s1.jsonl#L2]]\n  > short reply\n"
+    )
+    settings = MarkdownChunkerSettings(excerpt_chunks="exchange", max_chars=800)
+    plain = MarkdownChunker(settings).chunk("n.md", note)
+    dual = MarkdownChunker(settings.model_copy(update={"excerpt_user_chunks": True})).chunk(
+        "n.md", note
+    )
+    assert dual == plain
+    # A reply first (no user message) gets no extra chunk either.
+    note = "- **assistant** 09:00 [[sessions/s1.jsonl#L1]]\n  > hi\n- **assistant** 09:01 [[sessions/s1.jsonl#L2]]\n  > more\n"
+    settings = MarkdownChunkerSettings(excerpt_chunks="exchange", excerpt_user_chunks=True)
+    assert [(c.start_line, c.end_line) for c in MarkdownChunker(settings).chunk("n.md", note)] == [
+        (1, 4)
+    ]
