@@ -57,7 +57,16 @@ export async function callReme(
   } catch (error) {
     throw new RemeFault("unreachable", `${config.url} unreachable (${causeOf(error)})`);
   }
-  const body = await response.text();
+  let body: string;
+  try {
+    // The timeout covers the body too: a server that sends its headers and then stalls.
+    body = await response.text();
+  } catch (error) {
+    throw new RemeFault(
+      "unreachable",
+      `${config.url} sent no whole answer to ${operation} (${causeOf(error)})`,
+    );
+  }
   if (response.ok) {
     try {
       return body ? JSON.parse(body) : null;

@@ -3,12 +3,13 @@
 
 import assert from "node:assert/strict";
 import { createServer, type IncomingMessage, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createServer as createTcpServer, type AddressInfo, type Socket } from "node:net";
 import { mkdtemp, readdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { capture } from "../capture.js";
+import { callReme, RemeFault } from "../client.js";
 import { resolveConfig } from "../config.js";
 import { FaultLog } from "../faults.js";
 import { remeSessionId, toTurns } from "../messages.js";
@@ -148,3 +149,68 @@ test("capture: a read-only token -> one line naming the fix, turns kept for late
     await server.close();
   }
 });
+
+interface Silent {
+  url: string;
+  requests(): number;
+  close(): Promise<void>;
+}
+
+/** A socket on 127.0.0.1 that accepts every connection and never answers it; with `head`, it
+ * sends a response's headers and the first byte of its body, then nothing more. `requests`
+ * counts the requests it was sent (fetch may open a spare connection it sends nothing on). */
+async function silent(head: boolean): Promise<Silent> {
+  const held: Socket[] = [];
+  let requests = 0;
+  const server = createTcpServer((socket) => {
+    held.push(socket);
+    socket.on("error", () => {});
+    socket.once("data", () => {
+      requests += 1;
+      if (head) {
+        const headers = "content-type: application/json\r\ncontent-length: 99\r\n";
+        socket.write(`HTTP/1.1 200 OK\r\n${headers}\r\n{`);
+      }
+    });
+  });
+  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    requests: () => requests,
+    close: () => {
+      for (const socket of held) socket.destroy();
+      return new Promise((done) => server.close(() => done()));
+    },
+  };
+}
+
+for (const head of [false, true]) {
+  const what = head ? "stalls after its headers" : "never answers";
+  const name = `a server that ${what}: each call gives up after timeoutMs as one fault`;
+  test(name, { timeout: 30_000 }, async () => {
+    const server = await silent(head);
+    try {
+      const config = resolveConfig({ url: server.url, timeoutMs: 300 }, { REME_TOKEN: "t" });
+      await assert.rejects(
+        callReme(config, "search", { query: "kiln" }),
+        (error) =>
+          error instanceof RemeFault && error.kind === "unreachable" && /timed out/.test(error.message),
+      );
+      // Capture: the first session times out and is kept; the next capture tries once (the
+      // server is down: one timeout, not one per waiting session) and keeps both.
+      const spool = new Spool(await mkdtemp(join(tmpdir(), "reme-spool-")));
+      const log = logger();
+      const faults = new FaultLog(log);
+      const first = await capture(config, spool, faults, "openclaw-s1", MESSAGES);
+      assert.deepEqual(first.kept, ["openclaw-s1"]);
+      const before = server.requests();
+      const second = await capture(config, spool, faults, "openclaw-s2", MESSAGES);
+      assert.deepEqual(second.kept.sort(), ["openclaw-s1", "openclaw-s2"]);
+      assert.equal(server.requests() - before, 1);
+      assert.equal(log.lines.length, 1, log.lines.join("\n"));
+      assert.match(log.lines[0] ?? "", /timed out.*kept in/);
+    } finally {
+      await server.close();
+    }
+  });
+}
