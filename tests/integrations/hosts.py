@@ -186,10 +186,14 @@ def closed_port_url() -> str:
     return f"http://127.0.0.1:{free_port()}"
 
 
+STALLED_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 99\r\n\r\n{"
+
+
 @contextmanager
-def silent_server() -> Iterator[str]:
+def silent_server(head: bool = False) -> Iterator[str]:
     """``http://127.0.0.1:PORT`` of a socket that accepts every connection, reads what it is sent
-    and never answers (a server that hangs), closed on exit."""
+    and never answers (a server that hangs), closed on exit; with ``head``, it sends a response's
+    headers and the first byte of its body, then nothing more (a server that stalls)."""
     import threading
 
     listener = socket.socket()
@@ -205,7 +209,9 @@ def silent_server() -> Iterator[str]:
                 conn, _ = listener.accept()
             except OSError:  # the accept timeout, or the listener closed
                 continue
-            held.append(conn)  # kept open, never written to
+            held.append(conn)  # kept open, never written to (beyond the head)
+            if head:
+                conn.sendall(STALLED_HEAD)
 
     thread = threading.Thread(target=hold, daemon=True)
     thread.start()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -247,6 +248,35 @@ def test_http_down_says_so() -> None:
     backend = HttpBackend("http://127.0.0.1:9", "tok", transport=httpx.MockTransport(refuse))
     with pytest.raises(RemeUnavailable, match=re.escape("cannot reach reme at http://127.0.0.1:9")):
         backend.search("kiln", 5)
+
+
+@pytest.mark.parametrize("head", [False, True], ids=["never-answers", "stalls-after-headers"])
+def test_a_silent_server_costs_one_timeout_and_the_turns_are_kept(
+    tmp_path: Path, head: bool
+) -> None:
+    with hosts.silent_server(head=head) as url:
+        memory = RemeMemory(HermesSettings(url=url, token="t", timeout_s=0.3), tmp_path)
+        memory.session_id = "s1"
+        done: dict[str, Any] = {}
+
+        def reply() -> None:  # what Hermes calls around one reply, then the next session's
+            done["recall"] = memory.recall("kiln key")
+            done["tool"] = json.loads(memory.tool(SEARCH_TOOL, {"query": "kiln"}))
+            memory.capture("s1", [{"role": "user", "content": "Where?"}])
+            memory.capture("s2", [{"role": "user", "content": "Next"}])
+
+        worker = threading.Thread(target=reply, daemon=True)
+        worker.start()
+        worker.join(20)  # four calls of 0.3 s each; without timeout_s, httpx's 10 s default
+        assert not worker.is_alive(), "calls to a server that does not answer did not time out"
+    assert done["recall"] == ""
+    assert "ReadTimeout" in done["tool"]["error"] and url in done["tool"]["error"]
+    assert [p.session_id for p in memory.spool.waiting()] == ["hermes-s1", "hermes-s2"]
+    problems = [line for line in _log(tmp_path) if "WARNING" in line]
+    assert "recall skipped: cannot reach reme" in problems[0] and "ReadTimeout" in problems[0]
+    # The second capture stopped at its first timeout (hermes-s1): hermes-s2 was not tried.
+    not_saved = [line for line in problems if "not saved" in line]
+    assert len(not_saved) == 1 and "hermes-s1: not saved" in not_saved[0]
 
 
 # -- embedded, on a real workspace ------------------------------------------------------------------
