@@ -136,9 +136,11 @@ def _load_segment(folder: Path, n_docs: int) -> _Segment:
 def _map_array(path: Path) -> np.ndarray:
     """An ``.npy`` file as a read-only array over its pages (read only where indexed)."""
     array = np.load(path, mmap_mode="r", allow_pickle=False)
-    if not isinstance(array, np.ndarray):
+    if not isinstance(array, np.memmap):
         raise ValueError(f"{path.name} holds no array")
-    return array
+    # A plain ndarray over the same pages: every slice of an np.memmap runs its Python-level
+    # __array_finalize__, a few microseconds per query token (+7% p50 at 10k notes).
+    return array.view(np.ndarray)
 
 
 def _save_main(directory: Path, main: _Main, params: dict[str, Any]) -> str:

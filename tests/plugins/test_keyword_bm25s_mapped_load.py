@@ -21,7 +21,7 @@ import pytest
 
 from reme_core.components import ComponentContext
 from reme_core.testing.keyword_index import make_chunks
-from reme_plugins.keyword_bm25s import Bm25sKeywordIndex, storage
+from reme_plugins.keyword_bm25s import Bm25sKeywordIndex, storage, terms
 from reme_plugins.keyword_bm25s.saved_ids import SavedIds, id_ends
 from reme_plugins.keyword_bm25s.segments import _Main, _Segment
 from reme_plugins.keyword_bm25s.terms import TermTable, save_terms
@@ -162,10 +162,11 @@ def test_mapped_main_searches_as_the_previous_loader(
         view = ix._view
         assert view is not None and view.main.seg is not None
         seg, ids = view.main.seg, view.main.ids
-        for array in (seg.data, seg.indices, seg.indptr, view.main.hashes, view.main.lengths):
-            assert isinstance(array, np.memmap) or isinstance(array.base, np.memmap)
+        arrays = [seg.data, seg.indices, seg.indptr, view.main.hashes, view.main.lengths]
         if method == "bm25l":
-            assert isinstance(seg.nonoccurrence, np.memmap)
+            arrays.append(seg.nonoccurrence)
+        for array in arrays:  # plain arrays over the files' pages
+            assert type(array) is np.ndarray and isinstance(array.base, np.memmap)
         assert isinstance(seg.vocab, TermTable) and isinstance(ids, SavedIds)
     finally:
         ix.close()
@@ -238,7 +239,9 @@ def test_main_saved_before_the_terms_table_opens_and_searches_the_same(tmp_path:
         ix.close()
 
 
-def test_term_table_finds_every_token_and_no_other(tmp_path: Path) -> None:
+def test_term_table_finds_every_token_and_no_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rng = random.Random(5)
     letters = "abcdefghijklmnopqrstuvwxyzéß日"
     vocab: dict[str, int] = {}
@@ -267,6 +270,12 @@ def test_term_table_finds_every_token_and_no_other(tmp_path: Path) -> None:
     assert list(table) == list(vocab) and table["".join(collided[:1])] == vocab[collided[0]]
     with pytest.raises(KeyError):
         table[absent[0]]
+    monkeypatch.setattr(terms, "_MEMO_SIZE", 7)  # the memo of recent lookups, replaced when full
+    fresh = TermTable.open(tmp_path)
+    for _ in range(2):
+        assert all(fresh.get(t) == i for t, i in vocab.items())
+        assert all(fresh.get(t, -1) == -1 for t in absent)
+        assert len(fresh._memo) <= 7
 
     save_terms({}, tmp_path)
     empty = TermTable.open(tmp_path)
