@@ -57,6 +57,30 @@ def node_bin_dir() -> Path:
     return folder
 
 
+def _machine_npm_globalconfig() -> str | None:
+    """The global npmrc of this machine's own npm (where a registry mirror or a ``cafile`` for a
+    proxy's certificate is set), or None when there is no npm or no such file."""
+    if shutil.which("npm") is None:
+        return None
+    done = subprocess.run(
+        ["npm", "config", "get", "globalconfig"], capture_output=True, text=True, timeout=60
+    )
+    path = done.stdout.strip()
+    return path if done.returncode == 0 and path and Path(path).is_file() else None
+
+
+def npm_env(node_dir: Path) -> dict[str, str]:
+    """This environment with ``node_dir`` first on PATH for npm. npm looks for its global
+    config beside the node that runs it, so with the pinned node first the machine's
+    ``/usr/etc/npmrc`` (its ``cafile``, its registry) would be skipped and ``npm ci`` fail
+    behind a TLS-inspecting proxy: it is named explicitly."""
+    env = {**os.environ, "PATH": f"{node_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    globalconfig = _machine_npm_globalconfig()
+    if globalconfig and "npm_config_globalconfig" not in env:
+        env["npm_config_globalconfig"] = globalconfig
+    return env
+
+
 @dataclass(frozen=True)
 class OpenClaw:
     """The installed host: ``openclaw.mjs``, the node that runs it, and the built plugin."""
@@ -74,7 +98,7 @@ def install(build_root: Path) -> OpenClaw:
     """OpenClaw as pinned in the plugin's package.json + package-lock.json (``npm ci`` into the
     cache, with the new node first on PATH), and the plugin built there with ``tsc``."""
     node_dir = node_bin_dir()
-    env = {**os.environ, "PATH": f"{node_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = npm_env(node_dir)
     home, version = hosts.npm_install(PLUGIN, "openclaw", "openclaw", env=env)
     plugin = build_plugin(home, build_root, node_dir)
     return OpenClaw(node_dir, home / "node_modules" / "openclaw" / "openclaw.mjs", version, plugin)
@@ -93,7 +117,7 @@ def build_plugin(home: Path, build_root: Path, node_dir: Path) -> Path:
         else:
             shutil.copy(source, plugin / name)
     (plugin / "node_modules").symlink_to(home / "node_modules", target_is_directory=True)
-    env = {**os.environ, "PATH": f"{node_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = npm_env(node_dir)
     done = subprocess.run(
         ["npm", "run", "build", "--silent"],
         cwd=plugin,
